@@ -1,0 +1,121 @@
+//! Admission: does a new tenant fit in DRAM + tier?
+//!
+//! Capacity is the DRAM budget plus what the tier holds, at most ratio × DRAM. A tenant
+//! counts its declared size or its measured footprint, whichever is larger; reserves
+//! and pinned memory must fit in DRAM alone.
+
+use serde::Serialize;
+
+use crate::size::human;
+
+/// What the host can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Capacity {
+    pub dram_budget: u64,
+    pub ratio: f64,
+    pub tier_size: u64,
+}
+
+impl Capacity {
+    /// Bytes of tier that count: the tier's size, at most ratio × DRAM.
+    pub fn tier_bytes(&self) -> u64 {
+        self.tier_size.min((self.dram_budget as f64 * self.ratio) as u64)
+    }
+
+    /// DRAM + ratio × DRAM (limited by the tier's real size).
+    pub fn total(&self) -> u64 {
+        self.dram_budget + self.tier_bytes()
+    }
+}
+
+/// One tenant's claim on capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Claim {
+    pub size: u64,
+    pub reserve: u64,
+    pub pinned: u64,
+}
+
+/// Why a tenant was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdmissionError {
+    /// does not fit in DRAM + tier
+    #[error(
+        "tenant {name} ({size}) does not fit: {committed} of {capacity} already committed \
+         (DRAM budget {budget} + tier {tier}); raise the DRAM budget or the ratio, give a \
+         bigger tier, or remove a tenant"
+    )]
+    Capacity { name: String, size: String, committed: String, capacity: String, budget: String, tier: String },
+    /// reserves exceed DRAM
+    #[error(
+        "tenant {name}: reserve {reserve} does not fit: {reserved} of the {budget} DRAM budget \
+         is already reserved or pinned; lower --reserve or raise the budget"
+    )]
+    Reserve { name: String, reserve: String, reserved: String, budget: String },
+}
+
+/// Checks whether `new` fits beside `existing`.
+pub fn admit(cap: &Capacity, existing: &[Claim], name: &str, new: Claim) -> Result<(), AdmissionError> {
+    let committed: u64 = existing.iter().map(|c| c.size.max(c.pinned)).sum();
+    let size = new.size.max(new.pinned);
+    if committed + size > cap.total() {
+        return Err(AdmissionError::Capacity {
+            name: name.to_string(),
+            size: human(size),
+            committed: human(committed),
+            capacity: human(cap.total()),
+            budget: human(cap.dram_budget),
+            tier: human(cap.tier_bytes()),
+        });
+    }
+    let reserved: u64 = existing.iter().map(|c| c.reserve.max(c.pinned)).sum();
+    let want = new.reserve.max(new.pinned);
+    if reserved + want > cap.dram_budget {
+        return Err(AdmissionError::Reserve {
+            name: name.to_string(),
+            reserve: human(want),
+            reserved: human(reserved),
+            budget: human(cap.dram_budget),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::size::GIB;
+
+    const CAP: Capacity = Capacity { dram_budget: 4 * GIB, ratio: 1.0, tier_size: 4 * GIB };
+
+    fn sized(size: u64) -> Claim {
+        Claim { size, ..Claim::default() }
+    }
+
+    #[test]
+    fn fits_up_to_dram_plus_ratio() {
+        assert_eq!(CAP.total(), 8 * GIB);
+        assert!(admit(&CAP, &[sized(4 * GIB), sized(2 * GIB)], "c", sized(2 * GIB)).is_ok());
+        let e = admit(&CAP, &[sized(4 * GIB), sized(2 * GIB)], "c", sized(3 * GIB)).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("tenant c (3 GiB) does not fit: 6 GiB of 8 GiB"), "{msg}");
+    }
+
+    #[test]
+    fn a_small_tier_limits_capacity() {
+        let cap = Capacity { tier_size: GIB, ..CAP };
+        assert_eq!(cap.total(), 5 * GIB);
+        let cap = Capacity { ratio: 0.5, ..CAP };
+        assert_eq!(cap.total(), 6 * GIB);
+    }
+
+    #[test]
+    fn reserves_and_pinned_memory_must_fit_in_dram() {
+        let existing = [Claim { size: GIB, reserve: 3 * GIB, pinned: 0 }];
+        let e = admit(&CAP, &existing, "db", Claim { size: GIB, reserve: 2 * GIB, pinned: 0 }).unwrap_err();
+        assert!(matches!(e, AdmissionError::Reserve { .. }), "{e}");
+        let e = admit(&CAP, &existing, "vm", Claim { size: GIB, reserve: 0, pinned: 2 * GIB }).unwrap_err();
+        assert!(matches!(e, AdmissionError::Reserve { .. }), "{e}");
+        assert!(admit(&CAP, &existing, "ok", Claim { size: GIB, reserve: GIB, pinned: 0 }).is_ok());
+    }
+}

@@ -1,0 +1,313 @@
+//! The daemon's configuration: a TOML file, overridden by flags, validated as a whole
+//! before anything starts.
+//!
+//! [`RawConfig`] is what the file says (unknown keys refused); [`Config`] is the
+//! validated, fully resolved result the daemon runs on. Defaults that depend on the
+//! host (the DRAM budget) are passed in by the caller, so this module stays pure.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::size::{human, ByteSize};
+
+/// Which placement policy decides the tenants' DRAM quotas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyKind {
+    /// Plain Linux swap: one limit equal to the DRAM budget over all tenants; the
+    /// kernel alone decides what swaps. The seeds' swap-to-SSD baseline.
+    None,
+    /// Fixed per-tenant quotas in proportion to tenant size.
+    #[default]
+    Static,
+    /// Quotas and placement from measured activeness.
+    Tierd,
+}
+
+impl FromStr for PolicyKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(PolicyKind::None),
+            "static" => Ok(PolicyKind::Static),
+            "tierd" => Ok(PolicyKind::Tierd),
+            _ => Err(format!("unknown policy `{s}`: choose none, static or tierd")),
+        }
+    }
+}
+
+impl std::fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PolicyKind::None => "none",
+            PolicyKind::Static => "static",
+            PolicyKind::Tierd => "tierd",
+        })
+    }
+}
+
+/// How a file tier is presented to the kernel's swap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TierBacking {
+    /// A file tier behind a loop device (huge pages are swapped out whole), a device as is.
+    #[default]
+    Auto,
+    /// The file itself is the swap area (the kernel splits huge pages on swap-out).
+    File,
+    /// Always a loop device over the file.
+    Loop,
+}
+
+/// The `[tier]` table as written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawTier {
+    /// A block device, a partition or a file. Unset: `tier.swap` in the state directory.
+    pub path: Option<PathBuf>,
+    /// Size of a file tier. Unset: DRAM budget × ratio.
+    pub size: Option<ByteSize>,
+    pub backing: TierBacking,
+    /// Take a device that holds a filesystem signature.
+    pub force: bool,
+}
+
+/// The `[tracker]` table as written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawTracker {
+    /// Pages sampled per tenant per interval (scaled with tenant size, see the tracker).
+    pub sample_pages: Option<u32>,
+    /// Length of the sliding activeness window ("hot" = touched within it).
+    pub window: Option<String>,
+}
+
+/// The configuration file as written; every key is optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawConfig {
+    pub dram_budget: Option<ByteSize>,
+    pub ratio: Option<f64>,
+    pub policy: Option<PolicyKind>,
+    pub interval: Option<String>,
+    pub state_dir: Option<PathBuf>,
+    pub socket: Option<PathBuf>,
+    /// Name of tierd's cgroup subtree, created under the cgroup tierd runs in.
+    pub cgroup_name: Option<String>,
+    pub tier: RawTier,
+    pub tracker: RawTracker,
+}
+
+/// A configuration that failed validation; every problem is listed, not just the first.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// the file is not valid TOML or has unknown keys
+    #[error("config file: {0}")]
+    Parse(String),
+    /// one or more settings are invalid
+    #[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
+    Invalid(Vec<String>),
+}
+
+/// The resolved tier settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierConfig {
+    pub path: PathBuf,
+    /// Size to create a file tier with; devices use their whole size.
+    pub size: u64,
+    pub backing: TierBacking,
+    pub force: bool,
+    /// True when the path is tierd's own default file in the state directory.
+    pub embedded: bool,
+}
+
+/// The resolved tracker settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrackerConfig {
+    pub sample_pages: u32,
+    pub window: Duration,
+}
+
+/// A validated configuration the daemon can run on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    pub dram_budget: u64,
+    pub ratio: f64,
+    pub policy: PolicyKind,
+    pub interval: Duration,
+    pub state_dir: PathBuf,
+    pub socket: PathBuf,
+    pub cgroup_name: String,
+    pub tier: TierConfig,
+    pub tracker: TrackerConfig,
+}
+
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/tierd";
+pub const DEFAULT_SOCKET: &str = "/run/tierd.sock";
+pub const DEFAULT_CGROUP_NAME: &str = "tierd";
+
+impl RawConfig {
+    /// Parses a config file's text; unknown keys are errors.
+    pub fn from_toml(text: &str) -> Result<RawConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))
+    }
+
+    /// Checks every setting and resolves defaults. `host_memory` is the host's RAM,
+    /// used for the default budget (half of it) and to refuse a budget above it.
+    pub fn validate(&self, host_memory: u64) -> Result<Config, ConfigError> {
+        let mut errs = Vec::new();
+
+        let dram_budget = self.dram_budget.map_or(host_memory / 2, |b| b.0);
+        if dram_budget < 64 << 20 {
+            errs.push(format!("dram_budget {} is below the 64 MiB minimum", human(dram_budget)));
+        }
+        if host_memory > 0 && dram_budget > host_memory {
+            errs.push(format!(
+                "dram_budget {} is more than this host's memory ({})",
+                human(dram_budget),
+                human(host_memory)
+            ));
+        }
+
+        let ratio = self.ratio.unwrap_or(1.0);
+        if !(ratio.is_finite() && ratio > 0.0 && ratio <= 16.0) {
+            errs.push(format!("ratio {ratio} must be above 0 and at most 16 (NVMe bytes per DRAM byte)"));
+        }
+
+        let interval = parse_duration("interval", self.interval.as_deref(), Duration::from_secs(10), &mut errs);
+        if interval < Duration::from_millis(100) || interval > Duration::from_secs(600) {
+            errs.push(format!("interval {} must be between 100ms and 10m", humantime::format_duration(interval)));
+        }
+
+        let state_dir = self.state_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR));
+        if !state_dir.is_absolute() {
+            errs.push(format!("state_dir {} must be an absolute path", state_dir.display()));
+        }
+        let socket = self.socket.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
+        if !socket.is_absolute() {
+            errs.push(format!("socket {} must be an absolute path", socket.display()));
+        }
+        let cgroup_name = self.cgroup_name.clone().unwrap_or_else(|| DEFAULT_CGROUP_NAME.to_string());
+        if let Err(e) = crate::TenantName::new(&cgroup_name) {
+            errs.push(format!("cgroup_name: {e}"));
+        }
+
+        let embedded = self.tier.path.is_none();
+        let path = self.tier.path.clone().unwrap_or_else(|| state_dir.join("tier.swap"));
+        if !path.is_absolute() {
+            errs.push(format!("tier.path {} must be an absolute path", path.display()));
+        }
+        let size = match self.tier.size {
+            Some(s) => s.0,
+            None => (dram_budget as f64 * ratio) as u64,
+        };
+        if size < 40 << 10 {
+            errs.push(format!("tier.size {} is too small for a swap area", human(size)));
+        }
+
+        let sample_pages = self.tracker.sample_pages.unwrap_or(1024);
+        if !(16..=65536).contains(&sample_pages) {
+            errs.push(format!("tracker.sample_pages {sample_pages} must be between 16 and 65536"));
+        }
+        let window = parse_duration("tracker.window", self.tracker.window.as_deref(), Duration::from_secs(60), &mut errs);
+        if window < interval {
+            errs.push(format!(
+                "tracker.window {} must be at least one interval ({})",
+                humantime::format_duration(window),
+                humantime::format_duration(interval)
+            ));
+        }
+
+        if !errs.is_empty() {
+            return Err(ConfigError::Invalid(errs));
+        }
+        Ok(Config {
+            dram_budget,
+            ratio,
+            policy: self.policy.unwrap_or_default(),
+            interval,
+            state_dir,
+            socket,
+            cgroup_name,
+            tier: TierConfig { path, size, backing: self.tier.backing, force: self.tier.force, embedded },
+            tracker: TrackerConfig { sample_pages, window },
+        })
+    }
+}
+
+fn parse_duration(key: &str, text: Option<&str>, default: Duration, errs: &mut Vec<String>) -> Duration {
+    match text {
+        None => default,
+        Some(t) => humantime::parse_duration(t).unwrap_or_else(|e| {
+            errs.push(format!("{key} `{t}`: {e} (write e.g. 10s, 500ms, 2m)"));
+            default
+        }),
+    }
+}
+
+/// The commented sample configuration shipped with tierd (also `tierd --print-config`).
+pub const SAMPLE_CONFIG: &str = include_str!("../../../tierd.sample.toml");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::size::{GIB, MIB};
+
+    const HOST: u64 = 24 * GIB;
+
+    #[test]
+    fn defaults_resolve() {
+        let c = RawConfig::default().validate(HOST).unwrap();
+        assert_eq!(c.dram_budget, 12 * GIB);
+        assert_eq!(c.ratio, 1.0);
+        assert_eq!(c.policy, PolicyKind::Static);
+        assert_eq!(c.interval, Duration::from_secs(10));
+        assert_eq!(c.tier.path, PathBuf::from("/var/lib/tierd/tier.swap"));
+        assert_eq!(c.tier.size, 12 * GIB);
+        assert!(c.tier.embedded);
+        assert_eq!(c.tracker.window, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn sample_config_parses_and_validates() {
+        let raw = RawConfig::from_toml(SAMPLE_CONFIG).unwrap();
+        raw.validate(HOST).unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let e = RawConfig::from_toml("dram_budget = \"1G\"\nbudget = 3\n").unwrap_err();
+        assert!(e.to_string().contains("unknown field `budget`"), "{e}");
+        let e = RawConfig::from_toml("[tier]\nsise = \"1G\"\n").unwrap_err();
+        assert!(e.to_string().contains("unknown field `sise`"), "{e}");
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let raw = RawConfig::from_toml(
+            "dram_budget = \"32G\"\nratio = 0\ninterval = \"soon\"\nstate_dir = \"rel\"\ncgroup_name = \"../x\"\n",
+        )
+        .unwrap();
+        let ConfigError::Invalid(errs) = raw.validate(HOST).unwrap_err() else { panic!() };
+        let all = errs.join("\n");
+        for want in ["dram_budget 32 GiB", "ratio 0", "interval `soon`", "state_dir rel", "cgroup_name"] {
+            assert!(all.contains(want), "missing {want:?} in {all}");
+        }
+    }
+
+    #[test]
+    fn tier_size_follows_budget_and_ratio() {
+        let raw = RawConfig::from_toml("dram_budget = \"1G\"\nratio = 1.5\n").unwrap();
+        assert_eq!(raw.validate(HOST).unwrap().tier.size, 1536 * MIB);
+    }
+
+    #[test]
+    fn policy_names_parse() {
+        assert_eq!("none".parse::<PolicyKind>(), Ok(PolicyKind::None));
+        assert_eq!("static".parse::<PolicyKind>(), Ok(PolicyKind::Static));
+        assert!("lru".parse::<PolicyKind>().unwrap_err().contains("none, static or tierd"));
+    }
+}

@@ -1,0 +1,132 @@
+//! Dividing DRAM among tenants: floors first, then demand by weight, then spare by weight.
+
+/// One tenant's claim on the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    /// Guaranteed bytes (a reserve), given before anything else.
+    pub floor: u64,
+    /// What the tenant needs now; filled by weight when the budget is short.
+    pub demand: u64,
+    /// Never more than this (a limit, or the tenant's size).
+    pub cap: u64,
+    /// Weight when the budget is short (shares, or size for proportional quotas).
+    pub weight: u64,
+}
+
+/// Divides `total` bytes among the claims and returns each one's part, in order.
+///
+/// 1. Every claim gets its floor (scaled down if the floors alone exceed `total`).
+/// 2. What is left goes toward each claim's demand, by weight (water-filling: a claim
+///    that is satisfied hands its unused part to the others).
+/// 3. What is still left goes toward each cap, by weight, so no DRAM idles.
+///
+/// No claim ever gets more than its cap, and the parts never sum to more than `total`.
+pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
+    let caps: Vec<u64> = claims.iter().map(|c| c.cap).collect();
+    let floors: Vec<u64> = claims.iter().map(|c| c.floor.min(c.cap)).collect();
+    let floor_sum: u64 = floors.iter().sum();
+    let mut parts: Vec<u64> = if floor_sum > total {
+        floors.iter().map(|&f| (f as u128 * total as u128 / floor_sum as u128) as u64).collect()
+    } else {
+        floors
+    };
+    let mut left = total - parts.iter().sum::<u64>();
+    let demands: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.demand.min(cap)).collect();
+    let weights: Vec<u64> = claims.iter().map(|c| c.weight.max(1)).collect();
+    left = fill(&mut parts, &demands, &weights, left);
+    fill(&mut parts, &caps, &weights, left);
+    parts
+}
+
+/// Raises `parts` toward `targets` by weight until `left` runs out; returns what is left.
+fn fill(parts: &mut [u64], targets: &[u64], weights: &[u64], mut left: u64) -> u64 {
+    loop {
+        let hungry: Vec<usize> = (0..parts.len()).filter(|&i| parts[i] < targets[i]).collect();
+        if hungry.is_empty() || left == 0 {
+            return left;
+        }
+        let weight_sum: u128 = hungry.iter().map(|&i| weights[i] as u128).sum();
+        let round = left;
+        let mut given = 0;
+        for &i in &hungry {
+            let fair = (round as u128 * weights[i] as u128 / weight_sum) as u64;
+            let give = fair.max(1).min(targets[i] - parts[i]).min(left);
+            parts[i] += give;
+            left -= give;
+            given += give;
+        }
+        if given == 0 {
+            return left;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(floor: u64, demand: u64, cap: u64, weight: u64) -> Claim {
+        Claim { floor, demand, cap, weight }
+    }
+
+    #[test]
+    fn everyone_fits_then_spare_is_shared() {
+        let parts = divide(100, &[claim(0, 20, 100, 1), claim(0, 30, 100, 1)]);
+        assert_eq!(parts.iter().sum::<u64>(), 100);
+        assert!(parts[0] >= 20 && parts[1] >= 30, "{parts:?}");
+        assert_eq!(parts[0] - 20, parts[1] - 30, "spare split evenly: {parts:?}");
+    }
+
+    #[test]
+    fn short_budget_goes_by_weight() {
+        let parts = divide(90, &[claim(0, 100, 100, 2), claim(0, 100, 100, 1)]);
+        assert_eq!(parts, vec![60, 30]);
+    }
+
+    #[test]
+    fn satisfied_claims_hand_back_their_part() {
+        let parts = divide(90, &[claim(0, 10, 10, 1), claim(0, 100, 100, 1), claim(0, 100, 100, 1)]);
+        assert_eq!(parts, vec![10, 40, 40]);
+    }
+
+    #[test]
+    fn floors_come_first_and_caps_hold() {
+        let parts = divide(100, &[claim(70, 100, 100, 1), claim(0, 100, 100, 100)]);
+        assert!((70..=71).contains(&parts[0]), "weight 1 of 101 adds at most a byte: {parts:?}");
+        assert_eq!(parts.iter().sum::<u64>(), 100);
+        let parts = divide(100, &[claim(0, 100, 25, 1), claim(0, 100, 100, 1)]);
+        assert_eq!(parts, vec![25, 75]);
+    }
+
+    #[test]
+    fn floors_above_total_are_scaled() {
+        let parts = divide(100, &[claim(100, 100, 100, 1), claim(100, 100, 100, 1)]);
+        assert_eq!(parts, vec![50, 50]);
+    }
+
+    #[test]
+    fn never_exceeds_total_or_caps() {
+        let mut rng = 12345u64;
+        let mut next = |m: u64| {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (rng >> 33) % m
+        };
+        for _ in 0..500 {
+            let n = 1 + next(6) as usize;
+            let claims: Vec<Claim> = (0..n)
+                .map(|_| {
+                    let cap = next(1000);
+                    claim(next(300), next(1000), cap, 1 + next(50))
+                })
+                .collect();
+            let total = next(3000);
+            let parts = divide(total, &claims);
+            assert!(parts.iter().sum::<u64>() <= total, "{claims:?} {total} {parts:?}");
+            for (p, c) in parts.iter().zip(&claims) {
+                assert!(*p <= c.cap, "{claims:?} {total} {parts:?}");
+            }
+            let cap_sum: u64 = claims.iter().map(|c| c.cap).sum();
+            assert_eq!(parts.iter().sum::<u64>(), total.min(cap_sum), "no DRAM idles: {claims:?} {total} {parts:?}");
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Placement policies: pure functions from a [`Snapshot`] to a [`Plan`].
+//!
+//! - `none`: plain Linux swap, one limit over all tenants (the baseline).
+//! - `static`: fixed quotas in proportion to tenant size.
+//!
+//! All of them divide the DRAM budget with [`divide`], which honours reserves (floors),
+//! limits (caps) and shares (weights) the same way everywhere.
+
+mod divide;
+mod fixed;
+mod none;
+
+pub use divide::{divide, Claim};
+
+use crate::config::PolicyKind;
+use crate::plan::Plan;
+use crate::snapshot::Snapshot;
+
+/// Smallest quota tierd gives a tenant, so a tenant is never starved outright.
+pub const MIN_QUOTA: u64 = 32 << 20;
+
+/// Plans one interval with the given policy.
+pub fn plan(kind: PolicyKind, snap: &Snapshot) -> Plan {
+    match kind {
+        PolicyKind::None => none::plan(snap),
+        PolicyKind::Static | PolicyKind::Tierd => fixed::plan(snap),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use crate::name::TenantName;
+    use crate::snapshot::{Snapshot, TenantView, TierView};
+    use crate::tenant::TenantSpec;
+
+    pub const MIB: u64 = 1 << 20;
+    pub const GIB: u64 = 1 << 30;
+
+    pub fn tenant(name: &str, size: u64) -> TenantView {
+        let mut spec = TenantSpec::new(TenantName::new(name).unwrap());
+        spec.size = Some(size);
+        TenantView {
+            spec,
+            footprint: size,
+            dram: size,
+            tier: 0,
+            pinned: 0,
+            quota: None,
+            activeness: None,
+            tier_faults_per_sec: 0.0,
+            tier_faults_per_sec_avg: 0.0,
+            woke_secs_ago: None,
+            regions: Vec::new(),
+        }
+    }
+
+    pub fn snap(budget: u64, tenants: Vec<TenantView>) -> Snapshot {
+        Snapshot {
+            dram_budget: budget,
+            ratio: 1.0,
+            interval_secs: 10.0,
+            tier: TierView { size_bytes: budget, ..TierView::default() },
+            tenants,
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! What the daemon knows about the host at one instant: the input of a policy.
+//!
+//! The daemon's tracker and telemetry fill it in; policies only read it. History that a
+//! policy needs (peak activeness, the quota applied now) travels in here, so policies
+//! stay pure functions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::tenant::TenantSpec;
+
+/// A virtual address range of one process of a tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Range {
+    pub pid: u32,
+    pub start: u64,
+    pub len: u64,
+}
+
+/// A measure of how much of a tenant's memory was touched within the window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Activeness {
+    /// Estimated bytes touched within the window.
+    pub active_bytes: u64,
+    /// Half-width of the 95% confidence interval around `active_bytes`.
+    pub ci_bytes: u64,
+    /// Highest windowed estimate seen recently (what the tenant needs when it wakes).
+    pub peak_bytes: u64,
+    /// The estimate over the last interval only (reacts fast to a waking tenant).
+    pub last_interval_bytes: u64,
+}
+
+/// A tracked region's heat, for proactive demotion and wake-up prefetch.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Region {
+    pub range: Range,
+    /// Seconds since the region was last seen touched (sample came back or a tier-1
+    /// fault), or `None` if never within the tracker's memory.
+    pub idle_secs: Option<f64>,
+    /// Bytes of the region resident in DRAM.
+    pub dram_bytes: u64,
+    /// Bytes of the region on the tier.
+    pub tier_bytes: u64,
+    /// The region was backed by huge pages when last fully resident.
+    pub was_huge: bool,
+    /// Bytes of the region on huge pages now.
+    pub huge_bytes: u64,
+}
+
+/// The tier device's state and recent traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct TierView {
+    pub size_bytes: u64,
+    pub used_bytes: u64,
+    /// Average read latency over the last interval, when there were reads.
+    pub read_latency_us: Option<f64>,
+    pub read_bytes_per_sec: f64,
+    pub write_bytes_per_sec: f64,
+    /// Fraction of the interval the device was busy (0..=1).
+    pub utilization: f64,
+}
+
+/// One tenant as measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantView {
+    pub spec: TenantSpec,
+    /// Anonymous memory: resident plus swapped.
+    pub footprint: u64,
+    pub dram: u64,
+    pub tier: u64,
+    /// Memory that cannot be tiered (mlocked, hugetlbfs).
+    pub pinned: u64,
+    /// The quota applied now (`None`: no per-tenant limit).
+    pub quota: Option<u64>,
+    pub activeness: Option<Activeness>,
+    /// Tier-1 reads (major faults) per second over the last interval.
+    pub tier_faults_per_sec: f64,
+    /// The same rate averaged over the window before the last interval.
+    pub tier_faults_per_sec_avg: f64,
+    /// Seconds since the tenant was last seen waking up (fault-rate jump).
+    pub woke_secs_ago: Option<f64>,
+    pub regions: Vec<Region>,
+}
+
+impl TenantView {
+    /// The size admission and proportional quotas count: the declared size, or the
+    /// measured footprint when that is larger.
+    pub fn size(&self) -> u64 {
+        self.spec.size.unwrap_or(0).max(self.footprint)
+    }
+}
+
+/// The host at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub dram_budget: u64,
+    pub ratio: f64,
+    /// Seconds between two control-loop passes.
+    pub interval_secs: f64,
+    pub tier: TierView,
+    pub tenants: Vec<TenantView>,
+}
+
+impl Snapshot {
+    pub fn committed_bytes(&self) -> u64 {
+        self.tenants.iter().map(TenantView::size).sum()
+    }
+
+    /// Σ tenant size / DRAM budget: the seeds' overcommit figure.
+    pub fn overcommit(&self) -> f64 {
+        if self.dram_budget == 0 { 0.0 } else { self.committed_bytes() as f64 / self.dram_budget as f64 }
+    }
+}

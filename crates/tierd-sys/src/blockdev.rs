@@ -1,0 +1,149 @@
+//! Block devices as tiers: loop devices over files, and the checks that keep tierd from
+//! taking a device that holds data or is in use.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Errors of the block-device operations.
+#[derive(Debug, thiserror::Error)]
+pub enum BlockError {
+    /// a helper command failed
+    #[error("{command}: {message}")]
+    Command { command: String, message: String },
+    /// an ioctl or open failed
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn run(cmd: &mut Command) -> Result<String, BlockError> {
+    let command = format!("{cmd:?}").replace('"', "");
+    let out = cmd.output().map_err(|e| BlockError::Command { command: command.clone(), message: e.to_string() })?;
+    if !out.status.success() {
+        return Err(BlockError::Command { command, message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+pub fn is_block_device(path: &Path) -> bool {
+    std::fs::metadata(path).map(|m| m.file_type().is_block_device()).unwrap_or(false)
+}
+
+/// Puts a loop device over `file` with direct I/O (no second copy in the page cache).
+pub fn loop_attach(file: &Path) -> Result<PathBuf, BlockError> {
+    let dev = run(Command::new("losetup").args(["--find", "--show", "--direct-io=on"]).arg(file))?;
+    Ok(PathBuf::from(dev))
+}
+
+pub fn loop_detach(dev: &Path) -> Result<(), BlockError> {
+    run(Command::new("losetup").arg("-d").arg(dev)).map(|_| ())
+}
+
+/// The loop devices whose backing file is `file` (from sysfs under `sys_root`).
+pub fn loops_backed_by(sys_root: &Path, file: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(sys_root.join("block")) else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        if let Ok(backing) = std::fs::read_to_string(e.path().join("loop/backing_file"))
+            && Path::new(backing.trim()) == file
+        {
+            out.push(PathBuf::from("/dev").join(&name));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The filesystem or other signature on a device, as `blkid -p` sees it.
+pub fn signature(path: &Path) -> Result<Option<String>, BlockError> {
+    let out = Command::new("blkid")
+        .args(["-p", "-o", "value", "-s", "TYPE"])
+        .arg(path)
+        .output()
+        .map_err(|e| BlockError::Command { command: "blkid".into(), message: e.to_string() })?;
+    // blkid exits 2 when it finds nothing.
+    match out.status.code() {
+        Some(0) => {
+            let t = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            Ok(if t.is_empty() { Some("unknown".into()) } else { Some(t) })
+        }
+        Some(2) => Ok(None),
+        _ => Err(BlockError::Command { command: "blkid".into(), message: String::from_utf8_lossy(&out.stderr).trim().to_string() }),
+    }
+}
+
+/// Opens a block device exclusively for a moment: fails with `EBUSY` when it is mounted,
+/// is a swap area, or is held by another device (RAID, LVM).
+pub fn check_not_in_use(path: &Path) -> Result<(), BlockError> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(path)
+        .map(drop)
+        .map_err(|source| BlockError::Io { path: path.into(), source })
+}
+
+/// Size of a block device in bytes (`BLKGETSIZE64`).
+pub fn device_size(path: &Path) -> Result<u64, BlockError> {
+    let f = std::fs::File::open(path).map_err(|source| BlockError::Io { path: path.into(), source })?;
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: u64 = (2 << 30) | (8 << 16) | (0x12 << 8) | 114;
+    // SAFETY: the ioctl writes one u64 into `size`, which lives across the call.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size as *mut u64) };
+    if r != 0 {
+        return Err(BlockError::Io { path: path.into(), source: io::Error::last_os_error() });
+    }
+    Ok(size)
+}
+
+/// The kernel name (`vda`, `loop3`) of a block device node, for `/proc/diskstats`.
+pub fn kernel_name(dev: &Path) -> Option<String> {
+    let canon = std::fs::canonicalize(dev).ok()?;
+    Some(canon.file_name()?.to_string_lossy().to_string())
+}
+
+/// The kernel name of the block device holding `file` (its filesystem's device).
+pub fn device_of_file(sys_root: &Path, file: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(file).ok()?.dev();
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let link = std::fs::read_link(sys_root.join(format!("dev/block/{maj}:{min}"))).ok()?;
+    Some(link.file_name()?.to_string_lossy().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_is_not_a_block_device() {
+        assert!(!is_block_device(Path::new("/proc/self/status")));
+        assert!(!is_block_device(Path::new("/does/not/exist")));
+    }
+
+    #[test]
+    fn finds_loops_in_a_sysfs_fixture() {
+        let t = tempfile::tempdir().unwrap();
+        for (name, backing) in [("loop0", "/a/tier.swap"), ("loop1", "/b/other"), ("loop2", "/a/tier.swap")] {
+            let d = t.path().join("block").join(name).join("loop");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("backing_file"), format!("{backing}\n")).unwrap();
+        }
+        std::fs::create_dir_all(t.path().join("block/vda")).unwrap();
+        let found = loops_backed_by(t.path(), Path::new("/a/tier.swap"));
+        assert_eq!(found, vec![PathBuf::from("/dev/loop0"), PathBuf::from("/dev/loop2")]);
+    }
+
+    #[test]
+    fn device_of_root_file_is_known() {
+        assert!(device_of_file(Path::new("/sys"), Path::new("/etc/hostname")).is_some());
+    }
+}

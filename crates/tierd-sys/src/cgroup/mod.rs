@@ -1,0 +1,237 @@
+//! Memory cgroups, v1 and v2, behind one trait chosen at start-up.
+//!
+//! tierd only ever works inside its own subtree: paths given to a [`MemoryController`]
+//! are relative to the cgroup tierd itself runs in (its `base`), and a relative path
+//! with `..` or a leading `/` is refused. All access is plain file I/O under a root
+//! directory, so tests run both backends on fixture trees.
+
+mod v1;
+mod v2;
+
+use std::path::{Component, Path, PathBuf};
+
+pub use v1::V1;
+pub use v2::V2;
+
+use crate::procfs::ProcFs;
+use crate::{read_text, PathError};
+
+/// Which cgroup interface the memory controller uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Version {
+    V1,
+    V2,
+}
+
+/// A cgroup's memory figures, in bytes (faults are counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Memory charged now (anon + page cache + swap cache).
+    pub usage: u64,
+    pub anon: u64,
+    pub file: u64,
+    pub anon_huge: u64,
+    /// Bytes on swap.
+    pub swap: u64,
+    /// Swapped-out pages still in DRAM (the swap cache).
+    pub swap_cached: u64,
+    pub major_faults: u64,
+    pub limit: Option<u64>,
+}
+
+/// Errors of cgroup operations.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    /// file access failed
+    #[error(transparent)]
+    Io(#[from] PathError),
+    /// a path escapes tierd's subtree
+    #[error("cgroup path {0:?} leaves tierd's subtree")]
+    Escape(String),
+    /// no usable memory controller
+    #[error("no memory cgroup controller found: {0}")]
+    NoController(String),
+    /// the v2 parent does not delegate the memory controller
+    #[error(
+        "the cgroup tierd runs in ({0}) does not enable the memory controller for its children; \
+         run tierd in a delegated cgroup (systemd: Delegate=yes) or enable +memory in its parent's cgroup.subtree_control"
+    )]
+    NotDelegated(String),
+}
+
+/// The memory controller for tierd's subtree.
+pub trait MemoryController: Send + Sync + std::fmt::Debug {
+    fn version(&self) -> Version;
+    /// tierd's own cgroup directory (everything tierd creates lives below it).
+    fn base(&self) -> &Path;
+    /// Creates a cgroup (its parents must exist); an existing one is fine.
+    fn create(&self, rel: &str) -> Result<(), CgroupError>;
+    /// Removes an empty cgroup; an absent one is fine.
+    fn remove(&self, rel: &str) -> Result<(), CgroupError>;
+    /// Sets the DRAM limit (`None`: unlimited).
+    fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError>;
+    fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError>;
+    /// Reclaims about `bytes` from the cgroup now (frees the swap cache after a
+    /// demotion); returns the bytes freed.
+    fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError>;
+    fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError>;
+    fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError>;
+    /// The `cgroup.procs` file of a cgroup, for a child to join before `exec`.
+    fn procs_file(&self, rel: &str) -> Result<PathBuf, CgroupError>;
+    /// Child cgroups of a cgroup (names).
+    fn children(&self, rel: &str) -> Result<Vec<String>, CgroupError>;
+    /// True when `pid`'s memory cgroup is `base` or below it.
+    fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError>;
+}
+
+/// Joins `rel` to `base`, refusing anything that could leave the subtree.
+pub(crate) fn inside(base: &Path, rel: &str) -> Result<PathBuf, CgroupError> {
+    let p = Path::new(rel);
+    if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(CgroupError::Escape(rel.to_string()));
+    }
+    Ok(base.join(p))
+}
+
+pub(crate) fn list_children(dir: &Path) -> Result<Vec<String>, CgroupError> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| PathError::new(dir, e))?.flatten() {
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.push(e.file_name().to_string_lossy().to_string());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+pub(crate) fn read_procs(file: &Path) -> Result<Vec<u32>, CgroupError> {
+    Ok(read_text(file)?.lines().filter_map(|l| l.trim().parse().ok()).collect())
+}
+
+pub(crate) fn remove_dir(dir: &Path) -> Result<(), CgroupError> {
+    match std::fs::remove_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(PathError::new(dir, e).into()),
+    }
+}
+
+pub(crate) fn make_dir(dir: &Path) -> Result<(), CgroupError> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(PathError::new(dir, e).into()),
+    }
+}
+
+/// `true` when `pid` sits in `base_cgroup` (a hierarchy path such as `/a/b`) or below.
+pub(crate) fn path_is_below(pid_cgroup: &str, base_cgroup: &str) -> bool {
+    let base = base_cgroup.trim_end_matches('/');
+    pid_cgroup == base_cgroup || base.is_empty() || pid_cgroup.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Finds the memory controller and tierd's own cgroup in it: cgroup v1's `memory`
+/// hierarchy when mounted, otherwise v2 if it offers `memory`. `fs_root` prefixes the
+/// mount points (fixtures); `proc` gives `/proc/self/mountinfo` and `/proc/self/cgroup`.
+pub fn detect(fs_root: &Path, proc: &ProcFs) -> Result<Box<dyn MemoryController>, CgroupError> {
+    let mountinfo = read_text(&proc.root().join("self/mountinfo"))?;
+    let own = proc.memory_cgroup(None)?;
+    let mut v2_mount = None;
+    for line in mountinfo.lines() {
+        // ... mount_point ... - fstype source super_options
+        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let mount = left.split_whitespace().nth(4).unwrap_or("");
+        let mut r = right.split_whitespace();
+        let fstype = r.next().unwrap_or("");
+        let opts = r.nth(1).unwrap_or("");
+        if fstype == "cgroup" && opts.split(',').any(|o| o == "memory") {
+            let mount_dir = fs_root.join(mount.trim_start_matches('/'));
+            let base = mount_dir.join(own.trim_start_matches('/'));
+            return Ok(Box::new(V1::new(base, own)));
+        }
+        if fstype == "cgroup2" && v2_mount.is_none() {
+            v2_mount = Some(fs_root.join(mount.trim_start_matches('/')));
+        }
+    }
+    let Some(mount_dir) = v2_mount else { return Err(CgroupError::NoController("neither a v1 memory hierarchy nor cgroup2 is mounted".into())) };
+    let controllers = read_text(&mount_dir.join("cgroup.controllers")).unwrap_or_default();
+    if !controllers.split_whitespace().any(|c| c == "memory") {
+        return Err(CgroupError::NoController(format!("cgroup2 at {} does not offer the memory controller", mount_dir.display())));
+    }
+    let base = mount_dir.join(own.trim_start_matches('/'));
+    Ok(Box::new(V2::new(base, own)))
+}
+
+#[cfg(test)]
+pub(crate) mod fixture {
+    use std::path::Path;
+
+    /// Writes `files` (name, content) into `dir`, creating it.
+    pub fn populate(dir: &Path, files: &[(&str, &str)]) {
+        std::fs::create_dir_all(dir).unwrap();
+        for (name, content) in files {
+            std::fs::write(dir.join(name), content).unwrap();
+        }
+    }
+
+    pub fn proc_with(root: &Path, mountinfo: &str, cgroup: &str) {
+        populate(&root.join("proc/self"), &[("mountinfo", mountinfo), ("cgroup", cgroup)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_stay_inside() {
+        let base = Path::new("/sys/fs/cgroup/memory/me");
+        assert_eq!(inside(base, "tierd/db").unwrap(), base.join("tierd/db"));
+        for bad in ["", "..", "tierd/../../x", "/etc", "./x"] {
+            assert!(inside(base, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn below_is_by_path_component() {
+        assert!(path_is_below("/a/b", "/a/b"));
+        assert!(path_is_below("/a/b/c", "/a/b"));
+        assert!(!path_is_below("/a/bc", "/a/b"));
+        assert!(!path_is_below("/a", "/a/b"));
+        assert!(path_is_below("/anything", "/"));
+    }
+
+    #[test]
+    fn detects_v1_when_the_memory_hierarchy_is_mounted() {
+        let t = tempfile::tempdir().unwrap();
+        fixture::proc_with(
+            t.path(),
+            "30 25 0:26 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
+35 25 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n",
+            "4:memory:/process_api/abc\n0::/\n",
+        );
+        let c = detect(t.path(), &ProcFs::new(t.path().join("proc"))).unwrap();
+        assert_eq!(c.version(), Version::V1);
+        assert_eq!(c.base(), t.path().join("sys/fs/cgroup/memory/process_api/abc"));
+    }
+
+    #[test]
+    fn detects_v2_with_memory() {
+        let t = tempfile::tempdir().unwrap();
+        fixture::proc_with(t.path(), "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/system.slice/tierd.service\n");
+        fixture::populate(&t.path().join("sys/fs/cgroup"), &[("cgroup.controllers", "cpu io memory pids\n")]);
+        let c = detect(t.path(), &ProcFs::new(t.path().join("proc"))).unwrap();
+        assert_eq!(c.version(), Version::V2);
+        assert_eq!(c.base(), t.path().join("sys/fs/cgroup/system.slice/tierd.service"));
+    }
+
+    #[test]
+    fn no_memory_controller_is_a_clear_error() {
+        let t = tempfile::tempdir().unwrap();
+        fixture::proc_with(t.path(), "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/\n");
+        fixture::populate(&t.path().join("sys/fs/cgroup"), &[("cgroup.controllers", "cpu pids\n")]);
+        let e = detect(t.path(), &ProcFs::new(t.path().join("proc"))).unwrap_err();
+        assert!(e.to_string().contains("does not offer the memory controller"), "{e}");
+    }
+}

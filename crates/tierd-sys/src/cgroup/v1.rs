@@ -1,0 +1,234 @@
+//! cgroup v1 memory controller (`memory.limit_in_bytes`), as on these machines.
+//!
+//! v1 has no `memory.reclaim`, so [`V1::reclaim`] squeezes the limit for a moment: the
+//! kernel reclaims down to it (swap-cache pages left by a demotion go first, as they
+//! sit at the tail of the inactive list) and the old limit is put back.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::{inside, list_children, make_dir, path_is_below, read_procs, remove_dir, CgroupError, MemoryController, MemoryStats, Version};
+use crate::procfs::ProcFs;
+use crate::{read_text, read_u64, write_text};
+
+/// v1 reports "unlimited" as the largest page-aligned `i64`.
+const UNLIMITED_FLOOR: u64 = 1 << 62;
+
+#[derive(Debug)]
+pub struct V1 {
+    base: PathBuf,
+    /// `base` as a path inside the hierarchy (`/process_api/abc`).
+    own: String,
+}
+
+impl V1 {
+    pub fn new(base: PathBuf, own: String) -> Self {
+        V1 { base, own }
+    }
+
+    fn usage(&self, dir: &Path) -> Result<u64, CgroupError> {
+        Ok(read_u64(&dir.join("memory.usage_in_bytes"))?.unwrap_or(0))
+    }
+
+    fn limit(&self, dir: &Path) -> Result<Option<u64>, CgroupError> {
+        Ok(read_u64(&dir.join("memory.limit_in_bytes"))?.filter(|&l| l < UNLIMITED_FLOOR))
+    }
+
+    fn write_limit(&self, dir: &Path, limit: Option<u64>) -> Result<(), CgroupError> {
+        let v = limit.map_or("-1".to_string(), |l| l.to_string());
+        write_text(&dir.join("memory.limit_in_bytes"), &v)?;
+        Ok(())
+    }
+}
+
+/// `memory.stat` as a map; hierarchical `total_*` values win over local ones.
+fn stat_map(text: &str) -> HashMap<String, u64> {
+    let mut local = HashMap::new();
+    let mut total = HashMap::new();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(k), Some(v)) = (it.next(), it.next().and_then(|v| v.parse::<u64>().ok())) else { continue };
+        match k.strip_prefix("total_") {
+            Some(rest) => total.insert(rest.to_string(), v),
+            None => local.insert(k.to_string(), v),
+        };
+    }
+    local.extend(total);
+    local
+}
+
+impl MemoryController for V1 {
+    fn version(&self) -> Version {
+        Version::V1
+    }
+
+    fn base(&self) -> &Path {
+        &self.base
+    }
+
+    fn create(&self, rel: &str) -> Result<(), CgroupError> {
+        make_dir(&inside(&self.base, rel)?)
+    }
+
+    fn remove(&self, rel: &str) -> Result<(), CgroupError> {
+        remove_dir(&inside(&self.base, rel)?)
+    }
+
+    fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        self.write_limit(&dir, limit)
+    }
+
+    fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        let s = stat_map(&read_text(&dir.join("memory.stat"))?);
+        let get = |k: &str| s.get(k).copied().unwrap_or(0);
+        Ok(MemoryStats {
+            usage: self.usage(&dir)?,
+            anon: get("rss"),
+            file: get("cache"),
+            anon_huge: get("rss_huge"),
+            swap: get("swap"),
+            swap_cached: get("swapcached"),
+            major_faults: get("pgmajfault"),
+            limit: self.limit(&dir)?,
+        })
+    }
+
+    fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        let before = self.usage(&dir)?;
+        let old = self.limit(&dir)?;
+        let target = before.saturating_sub(bytes).max(4 << 20);
+        if target >= before {
+            return Ok(0);
+        }
+        // EBUSY means the kernel could not get all the way down: it freed what it could.
+        let squeezed = self.write_limit(&dir, Some(target));
+        self.write_limit(&dir, old)?;
+        if let Err(e) = squeezed
+            && !matches!(&e, CgroupError::Io(p) if p.errno() == Some(libc::EBUSY))
+        {
+            return Err(e);
+        }
+        Ok(before.saturating_sub(self.usage(&dir)?))
+    }
+
+    fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError> {
+        read_procs(&inside(&self.base, rel)?.join("cgroup.procs"))
+    }
+
+    fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        // Bring the process's existing memory charges along (v1 only; best effort).
+        let _ = write_text(&dir.join("memory.move_charge_at_immigrate"), "3");
+        write_text(&dir.join("cgroup.procs"), &pid.to_string())?;
+        Ok(())
+    }
+
+    fn procs_file(&self, rel: &str) -> Result<PathBuf, CgroupError> {
+        Ok(inside(&self.base, rel)?.join("cgroup.procs"))
+    }
+
+    fn children(&self, rel: &str) -> Result<Vec<String>, CgroupError> {
+        list_children(&inside(&self.base, rel)?)
+    }
+
+    fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError> {
+        Ok(path_is_below(&proc.memory_cgroup(Some(pid))?, &self.own))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cgroup::fixture::populate;
+
+    const STAT: &str = "cache 4096\nrss 1048576\nrss_huge 0\nswap 8192\nswapcached 0\npgmajfault 1\n\
+total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\ntotal_swapcached 4096\ntotal_pgmajfault 7\n";
+
+    fn tree() -> (tempfile::TempDir, V1) {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("memory/me");
+        populate(&base, &[("cgroup.procs", "")]);
+        let files = [
+            ("memory.limit_in_bytes", "9223372036854771712\n"),
+            ("memory.usage_in_bytes", "3000000\n"),
+            ("memory.stat", STAT),
+            ("cgroup.procs", "10\n11\n"),
+            ("memory.move_charge_at_immigrate", "0\n"),
+        ];
+        populate(&base.join("tierd/db"), &files);
+        populate(&base.join("tierd"), &files);
+        (t, V1::new(base, "/me".into()))
+    }
+
+    #[test]
+    fn limits_read_and_write() {
+        let (_t, c) = tree();
+        assert_eq!(c.stats("tierd/db").unwrap().limit, None);
+        c.set_limit("tierd/db", Some(512 << 20)).unwrap();
+        assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/memory.limit_in_bytes")).unwrap(), "536870912");
+        assert_eq!(c.stats("tierd/db").unwrap().limit, Some(512 << 20));
+        c.set_limit("tierd/db", None).unwrap();
+        assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/memory.limit_in_bytes")).unwrap(), "-1");
+    }
+
+    #[test]
+    fn stats_prefer_hierarchical_totals() {
+        let (_t, c) = tree();
+        let s = c.stats("tierd/db").unwrap();
+        assert_eq!(s.usage, 3000000);
+        assert_eq!(s.anon, 2 << 20);
+        assert_eq!(s.anon_huge, 2 << 20);
+        assert_eq!(s.swap, 16384);
+        assert_eq!(s.swap_cached, 4096);
+        assert_eq!(s.major_faults, 7);
+        assert_eq!(s.file, 8192);
+    }
+
+    #[test]
+    fn procs_children_and_attach() {
+        let (_t, c) = tree();
+        assert_eq!(c.procs("tierd/db").unwrap(), vec![10, 11]);
+        assert_eq!(c.children("tierd").unwrap(), vec!["db".to_string()]);
+        c.add_proc("tierd/db", 99).unwrap();
+        assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/cgroup.procs")).unwrap(), "99");
+        assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/memory.move_charge_at_immigrate")).unwrap(), "3");
+    }
+
+    #[test]
+    fn create_and_remove_are_idempotent_and_confined() {
+        let (_t, c) = tree();
+        c.create("tierd/web").unwrap();
+        c.create("tierd/web").unwrap();
+        assert!(c.base().join("tierd/web").is_dir());
+        c.remove("tierd/web").unwrap();
+        c.remove("tierd/web").unwrap();
+        assert!(!c.base().join("tierd/web").exists());
+        assert!(matches!(c.create("../escape"), Err(CgroupError::Escape(_))));
+    }
+
+    #[test]
+    fn membership_is_checked_against_own_cgroup() {
+        let (t, c) = tree();
+        let proc = t.path().join("proc");
+        populate(&proc.join("5"), &[("cgroup", "4:memory:/me/tierd/db\n")]);
+        populate(&proc.join("6"), &[("cgroup", "4:memory:/other\n")]);
+        populate(&proc.join("7"), &[("cgroup", "4:memory:/meat\n")]);
+        let p = ProcFs::new(&proc);
+        assert!(c.contains_pid(&p, 5).unwrap());
+        assert!(!c.contains_pid(&p, 6).unwrap());
+        assert!(!c.contains_pid(&p, 7).unwrap());
+    }
+
+    #[test]
+    fn reclaim_restores_the_old_limit() {
+        let (_t, c) = tree();
+        c.set_limit("tierd/db", Some(1 << 30)).unwrap();
+        // A fixture cannot reclaim; what matters is that the limit comes back.
+        let freed = c.reclaim("tierd/db", 1 << 20).unwrap();
+        assert_eq!(freed, 0);
+        assert_eq!(c.stats("tierd/db").unwrap().limit, Some(1 << 30));
+    }
+}

@@ -1,0 +1,194 @@
+//! cgroup v2 memory controller: `memory.high` as the DRAM quota (throttles and reclaims
+//! instead of killing), `memory.reclaim` to free the swap cache after a demotion, and
+//! `memory.swap.max` left at `max` so cold pages may go to the tier.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::{inside, list_children, make_dir, path_is_below, read_procs, remove_dir, CgroupError, MemoryController, MemoryStats, Version};
+use crate::procfs::ProcFs;
+use crate::{read_text, read_u64, write_text};
+
+#[derive(Debug)]
+pub struct V2 {
+    base: PathBuf,
+    own: String,
+}
+
+impl V2 {
+    pub fn new(base: PathBuf, own: String) -> Self {
+        V2 { base, own }
+    }
+
+    fn current(&self, dir: &Path) -> Result<u64, CgroupError> {
+        Ok(read_u64(&dir.join("memory.current"))?.unwrap_or(0))
+    }
+
+    /// Makes sure `parent` hands the memory controller to its children.
+    fn delegate_memory(&self, parent: &Path) -> Result<(), CgroupError> {
+        let enabled = read_text(&parent.join("cgroup.subtree_control"))?;
+        if enabled.split_whitespace().any(|c| c == "memory") {
+            return Ok(());
+        }
+        if parent == self.base {
+            return Err(CgroupError::NotDelegated(self.own.clone()));
+        }
+        write_text(&parent.join("cgroup.subtree_control"), "+memory")?;
+        Ok(())
+    }
+}
+
+impl MemoryController for V2 {
+    fn version(&self) -> Version {
+        Version::V2
+    }
+
+    fn base(&self) -> &Path {
+        &self.base
+    }
+
+    fn create(&self, rel: &str) -> Result<(), CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        let parent = dir.parent().unwrap_or(&self.base).to_path_buf();
+        self.delegate_memory(&parent)?;
+        make_dir(&dir)
+    }
+
+    fn remove(&self, rel: &str) -> Result<(), CgroupError> {
+        remove_dir(&inside(&self.base, rel)?)
+    }
+
+    fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        write_text(&dir.join("memory.high"), &limit.map_or("max".to_string(), |l| l.to_string()))?;
+        Ok(())
+    }
+
+    fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        let s: HashMap<String, u64> = read_text(&dir.join("memory.stat"))?
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+            })
+            .collect();
+        let get = |k: &str| s.get(k).copied().unwrap_or(0);
+        Ok(MemoryStats {
+            usage: self.current(&dir)?,
+            anon: get("anon"),
+            file: get("file"),
+            anon_huge: get("anon_thp"),
+            swap: read_u64(&dir.join("memory.swap.current")).ok().flatten().unwrap_or(0),
+            swap_cached: get("swapcached"),
+            major_faults: get("pgmajfault"),
+            limit: read_u64(&dir.join("memory.high"))?,
+        })
+    }
+
+    fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        let before = self.current(&dir)?;
+        // EAGAIN: the kernel reclaimed less than asked; what it freed still counts.
+        if let Err(e) = write_text(&dir.join("memory.reclaim"), &bytes.to_string())
+            && e.errno() != Some(libc::EAGAIN)
+        {
+            return Err(e.into());
+        }
+        Ok(before.saturating_sub(self.current(&dir)?))
+    }
+
+    fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError> {
+        read_procs(&inside(&self.base, rel)?.join("cgroup.procs"))
+    }
+
+    fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError> {
+        write_text(&inside(&self.base, rel)?.join("cgroup.procs"), &pid.to_string())?;
+        Ok(())
+    }
+
+    fn procs_file(&self, rel: &str) -> Result<PathBuf, CgroupError> {
+        Ok(inside(&self.base, rel)?.join("cgroup.procs"))
+    }
+
+    fn children(&self, rel: &str) -> Result<Vec<String>, CgroupError> {
+        list_children(&inside(&self.base, rel)?)
+    }
+
+    fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError> {
+        Ok(path_is_below(&proc.memory_cgroup(Some(pid))?, &self.own))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cgroup::fixture::populate;
+
+    const STAT: &str = "anon 2097152\nfile 8192\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\n";
+
+    fn leaf() -> [(&'static str, &'static str); 6] {
+        [
+            ("memory.high", "max\n"),
+            ("memory.current", "3000000\n"),
+            ("memory.stat", STAT),
+            ("memory.swap.current", "16384\n"),
+            ("memory.reclaim", ""),
+            ("cgroup.procs", "10\n"),
+        ]
+    }
+
+    fn tree(delegated: bool) -> (tempfile::TempDir, V2) {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("cg/svc");
+        populate(&base, &[("cgroup.subtree_control", if delegated { "cpu memory\n" } else { "cpu\n" })]);
+        populate(&base.join("tierd"), &[("cgroup.subtree_control", "")]);
+        populate(&base.join("tierd/db"), &leaf());
+        (t, V2::new(base, "/svc".into()))
+    }
+
+    #[test]
+    fn quota_is_memory_high() {
+        let (_t, c) = tree(true);
+        c.set_limit("tierd/db", Some(256 << 20)).unwrap();
+        assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/memory.high")).unwrap(), "268435456");
+        assert_eq!(c.stats("tierd/db").unwrap().limit, Some(256 << 20));
+        c.set_limit("tierd/db", None).unwrap();
+        assert_eq!(c.stats("tierd/db").unwrap().limit, None);
+    }
+
+    #[test]
+    fn stats_read_v2_names() {
+        let (_t, c) = tree(true);
+        let s = c.stats("tierd/db").unwrap();
+        assert_eq!((s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.major_faults, s.file), (3000000, 2 << 20, 2 << 20, 16384, 4096, 7, 8192));
+    }
+
+    #[test]
+    fn reclaim_writes_memory_reclaim() {
+        let (_t, c) = tree(true);
+        c.reclaim("tierd/db", 1 << 20).unwrap();
+        assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/memory.reclaim")).unwrap(), "1048576");
+    }
+
+    #[test]
+    fn create_enables_memory_for_own_children_only() {
+        let (_t, c) = tree(true);
+        c.create("tierd/web").unwrap();
+        assert_eq!(std::fs::read_to_string(c.base().join("tierd/cgroup.subtree_control")).unwrap(), "+memory");
+        assert!(c.base().join("tierd/web").is_dir());
+        let (_t2, c2) = tree(false);
+        let e = c2.create("tierd2").unwrap_err();
+        assert!(matches!(e, CgroupError::NotDelegated(_)), "{e}");
+        assert!(e.to_string().contains("Delegate=yes"));
+    }
+
+    #[test]
+    fn procs_and_children() {
+        let (_t, c) = tree(true);
+        assert_eq!(c.procs("tierd/db").unwrap(), vec![10]);
+        assert_eq!(c.children("tierd").unwrap(), vec!["db".to_string()]);
+        c.add_proc("tierd/db", 12).unwrap();
+        assert_eq!(std::fs::read_to_string(c.procs_file("tierd/db").unwrap()).unwrap(), "12");
+    }
+}

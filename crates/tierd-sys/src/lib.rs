@@ -1,0 +1,65 @@
+//! tierd-sys: every kernel interface tierd uses, and the only crate with `unsafe`.
+//!
+//! - [`madvise`]: `pidfd_open` + `process_madvise` (demote, prefetch, collapse), batched.
+//! - [`pagemap`]: `PAGEMAP_SCAN` on `/proc/PID/pagemap`: present / swapped / huge runs.
+//! - [`swap`]: `mkswap`, `swapon`, `swapoff` and `/proc/swaps`.
+//! - [`blockdev`]: loop devices and the checks before a block device becomes a tier.
+//! - [`procfs`] and [`cgroup`]: text files under a root that tests point at fixtures.
+//!
+//! Every `unsafe` block says why it is sound; sizes of `#[repr(C)]` structs and ioctl
+//! numbers are checked at compile time.
+
+pub mod blockdev;
+pub mod cgroup;
+pub mod madvise;
+pub mod pagemap;
+pub mod process;
+pub mod procfs;
+pub mod swap;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// An I/O error with the path it happened on.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct PathError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+impl PathError {
+    pub fn new(path: &Path, source: io::Error) -> Self {
+        PathError { path: path.to_path_buf(), source }
+    }
+
+    /// The errno, when the error came from the kernel.
+    pub fn errno(&self) -> Option<i32> {
+        self.source.raw_os_error()
+    }
+}
+
+/// Reads a small text file (procfs, sysfs, cgroupfs).
+pub fn read_text(path: &Path) -> Result<String, PathError> {
+    std::fs::read_to_string(path).map_err(|e| PathError::new(path, e))
+}
+
+/// Writes a value to an existing kernel file in one `write`, as cgroupfs expects.
+pub fn write_text(path: &Path, value: &str) -> Result<(), PathError> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).truncate(true).open(path).map_err(|e| PathError::new(path, e))?;
+    f.write_all(value.as_bytes()).map_err(|e| PathError::new(path, e))
+}
+
+/// Reads a file holding one unsigned number (`max` reads as `None`).
+pub fn read_u64(path: &Path) -> Result<Option<u64>, PathError> {
+    let text = read_text(path)?;
+    let t = text.trim();
+    if t == "max" {
+        return Ok(None);
+    }
+    t.parse::<u64>()
+        .map(Some)
+        .map_err(|_| PathError::new(path, io::Error::new(io::ErrorKind::InvalidData, format!("not a number: {t:?}"))))
+}

@@ -1,0 +1,117 @@
+//! Starting tenants inside their cgroup, and the file and signal calls that need `unsafe`.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command};
+
+/// Spawns `cmd` so that the child joins the cgroup whose `cgroup.procs` is `procs_file`
+/// and starts a new session *before* `exec`: every byte the tenant allocates is charged
+/// to its cgroup, and a Ctrl-C aimed at tierd's terminal does not reach it.
+pub fn spawn_in_cgroup(cmd: &mut Command, procs_file: &Path) -> io::Result<Child> {
+    let procs = CString::new(procs_file.as_os_str().as_bytes()).map_err(|_| io::Error::other("NUL in cgroup path"))?;
+    // SAFETY: the closure runs in the forked child before exec. It only makes
+    // async-signal-safe syscalls (setsid, open, write, close) on memory prepared before
+    // the fork (`procs`) or on its own stack; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // "0" names the writing process itself.
+            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let err = io::Error::last_os_error();
+            libc::close(fd);
+            if n != 1 {
+                return Err(err);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// Sends `signal` to `pid`.
+pub fn kill(pid: u32, signal: i32) -> io::Result<()> {
+    // SAFETY: kill takes plain integers.
+    let r = unsafe { libc::kill(pid as libc::pid_t, signal) };
+    if r != 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Creates `path` with `size` bytes really allocated (swap refuses files with holes).
+pub fn allocate_file(path: &Path, size: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    // SAFETY: fallocate on an fd we own, mode 0, a non-negative range.
+    let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, size as libc::off_t) };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        drop(f);
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Free bytes (as root sees them) on the filesystem holding `dir`.
+pub fn free_space(dir: &Path) -> io::Result<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes()).map_err(|_| io::Error::other("NUL in path"))?;
+    // SAFETY: statvfs is plain old data; zeroed is a valid value for it.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `s` is a valid out-pointer for the call.
+    let r = unsafe { libc::statvfs(c.as_ptr(), &mut s) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(s.f_bfree as u64 * s.f_frsize as u64)
+}
+
+/// CPU clock ticks per second (`_SC_CLK_TCK`), for `/proc/PID/stat` times.
+pub fn clock_ticks_per_sec() -> u64 {
+    // SAFETY: sysconf takes an integer and returns one.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as u64 } else { 100 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocates_a_file_without_holes() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f");
+        allocate_file(&p, 1 << 20).unwrap();
+        let m = std::fs::metadata(&p).unwrap();
+        assert_eq!(m.len(), 1 << 20);
+        assert!(m.blocks() * 512 >= 1 << 20);
+        assert!(allocate_file(&p, 1 << 20).is_err(), "never overwrites");
+        assert!(free_space(t.path()).unwrap() > 0);
+    }
+
+    #[test]
+    fn spawn_fails_cleanly_on_a_bad_cgroup() {
+        let mut cmd = Command::new("true");
+        let e = spawn_in_cgroup(&mut cmd, Path::new("/nonexistent/cgroup.procs")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+    }
+
+    #[test]
+    fn spawn_joins_the_given_procs_file() {
+        // A plain file stands in for cgroup.procs: the child writes "0" to it.
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("cgroup.procs");
+        std::fs::write(&p, "").unwrap();
+        let mut child = spawn_in_cgroup(&mut Command::new("true"), &p).unwrap();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "0");
+    }
+}

@@ -1,0 +1,298 @@
+//! `/proc` under an injectable root, so tests can run on fixture trees.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::{read_text, PathError};
+
+/// Access to procfs rooted at `root` (normally `/proc`).
+#[derive(Debug, Clone)]
+pub struct ProcFs {
+    root: PathBuf,
+}
+
+/// Memory figures of one process from `/proc/PID/status`, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PidMemory {
+    pub rss_anon: u64,
+    pub swap: u64,
+    /// mlocked memory: cannot be tiered.
+    pub locked: u64,
+    /// hugetlbfs memory: cannot be paged out.
+    pub hugetlb: u64,
+}
+
+/// One line of `/proc/PID/maps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub perms: String,
+    pub inode: u64,
+    pub path: String,
+}
+
+impl Mapping {
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// Private anonymous memory (heap, stacks, `mmap(MAP_ANONYMOUS)`): what swaps.
+    pub fn is_anon_private(&self) -> bool {
+        self.inode == 0
+            && self.perms.as_bytes().get(3) == Some(&b'p')
+            && self.perms.starts_with("rw")
+            && !matches!(self.path.as_str(), "[vvar]" | "[vdso]" | "[vsyscall]" | "[vvar_vclock]" | "[uprobes]")
+            && !self.is_hugetlb()
+    }
+
+    /// hugetlbfs-backed memory (`MAP_HUGETLB` shows as `/anon_hugepage`).
+    pub fn is_hugetlb(&self) -> bool {
+        self.path.starts_with("/anon_hugepage") || self.path.starts_with("/dev/hugepages") || self.path.contains("hugetlbfs")
+    }
+}
+
+impl ProcFs {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ProcFs { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn pid_file(&self, pid: u32, name: &str) -> PathBuf {
+        self.root.join(pid.to_string()).join(name)
+    }
+
+    /// Host memory from `/proc/meminfo` (`MemTotal`), in bytes.
+    pub fn mem_total(&self) -> Result<u64, PathError> {
+        let text = read_text(&self.root.join("meminfo"))?;
+        Ok(kv_kib(&text).get("MemTotal").copied().unwrap_or(0))
+    }
+
+    pub fn exists(&self, pid: u32) -> bool {
+        self.root.join(pid.to_string()).exists()
+    }
+
+    pub fn memory(&self, pid: u32) -> Result<PidMemory, PathError> {
+        let kv = kv_kib(&read_text(&self.pid_file(pid, "status"))?);
+        let get = |k: &str| kv.get(k).copied().unwrap_or(0);
+        Ok(PidMemory { rss_anon: get("RssAnon"), swap: get("VmSwap"), locked: get("VmLck"), hugetlb: get("HugetlbPages") })
+    }
+
+    /// Fields of `/proc/PID/stat` after the command name (which may hold spaces).
+    fn stat_fields(&self, pid: u32) -> Result<Vec<String>, PathError> {
+        let text = read_text(&self.pid_file(pid, "stat"))?;
+        let after = text.rfind(')').map_or(text.as_str(), |i| &text[i + 1..]);
+        Ok(after.split_whitespace().map(str::to_string).collect())
+    }
+
+    /// Major faults (pages read from swap or files) of the process so far.
+    pub fn major_faults(&self, pid: u32) -> Result<u64, PathError> {
+        // Field 12 of stat; index 9 after the `(comm)` field and the state.
+        Ok(self.stat_fields(pid)?.get(9).and_then(|s| s.parse().ok()).unwrap_or(0))
+    }
+
+    /// Start time in clock ticks since boot: with the PID, names a process uniquely.
+    pub fn start_time(&self, pid: u32) -> Result<u64, PathError> {
+        Ok(self.stat_fields(pid)?.get(19).and_then(|s| s.parse().ok()).unwrap_or(0))
+    }
+
+    /// The process state letter (`R`, `S`, `Z`, …).
+    pub fn state(&self, pid: u32) -> Result<char, PathError> {
+        Ok(self.stat_fields(pid)?.first().and_then(|s| s.chars().next()).unwrap_or('?'))
+    }
+
+    pub fn cmdline(&self, pid: u32) -> Result<Vec<String>, PathError> {
+        let raw = std::fs::read(self.pid_file(pid, "cmdline")).map_err(|e| PathError::new(&self.pid_file(pid, "cmdline"), e))?;
+        Ok(raw.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).to_string()).collect())
+    }
+
+    /// The memory cgroup of a process, as the path inside its hierarchy: the v1 line
+    /// naming the `memory` controller, or the v2 `0::` line when there is none.
+    pub fn memory_cgroup(&self, pid: Option<u32>) -> Result<String, PathError> {
+        let file = match pid {
+            Some(p) => self.pid_file(p, "cgroup"),
+            None => self.root.join("self/cgroup"),
+        };
+        let text = read_text(&file)?;
+        let mut v2 = None;
+        for line in text.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else { continue };
+            if ctrls.split(',').any(|c| c == "memory") {
+                return Ok(path.to_string());
+            }
+            if id == "0" && ctrls.is_empty() {
+                v2 = Some(path.to_string());
+            }
+        }
+        v2.ok_or_else(|| PathError::new(&file, std::io::Error::other("no memory cgroup line")))
+    }
+
+    pub fn maps(&self, pid: u32) -> Result<Vec<Mapping>, PathError> {
+        Ok(parse_maps(&read_text(&self.pid_file(pid, "maps"))?))
+    }
+
+    /// `/proc/vmstat` counters.
+    pub fn vmstat(&self) -> Result<HashMap<String, u64>, PathError> {
+        let text = read_text(&self.root.join("vmstat"))?;
+        Ok(text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+            })
+            .collect())
+    }
+
+    /// `/proc/diskstats` for one device.
+    pub fn diskstats(&self, device: &str) -> Result<Option<DiskStats>, PathError> {
+        let text = read_text(&self.root.join("diskstats"))?;
+        Ok(text.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 14 || f[2] != device {
+                return None;
+            }
+            let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+            Some(DiskStats {
+                reads: n(3),
+                sectors_read: n(5),
+                read_ms: n(6),
+                writes: n(7),
+                sectors_written: n(9),
+                write_ms: n(10),
+                io_ms: n(12),
+            })
+        }))
+    }
+
+    /// CPU time (user + system) of a process, in clock ticks.
+    pub fn cpu_ticks(&self, pid: u32) -> Result<u64, PathError> {
+        let f = self.stat_fields(pid)?;
+        let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        Ok(n(11) + n(12))
+    }
+}
+
+/// Counters of one block device from `/proc/diskstats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskStats {
+    pub reads: u64,
+    pub sectors_read: u64,
+    pub read_ms: u64,
+    pub writes: u64,
+    pub sectors_written: u64,
+    pub write_ms: u64,
+    pub io_ms: u64,
+}
+
+/// `Key:   123 kB` lines into bytes.
+fn kv_kib(text: &str) -> HashMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            let mut it = v.split_whitespace();
+            let n: u64 = it.next()?.parse().ok()?;
+            let mult = if it.next() == Some("kB") { 1024 } else { 1 };
+            Some((k.trim().to_string(), n * mult))
+        })
+        .collect()
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (range, perms, _off, _dev, inode) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+            let path = it.collect::<Vec<_>>().join(" ");
+            let (s, e) = range.split_once('-')?;
+            Some(Mapping {
+                start: u64::from_str_radix(s, 16).ok()?,
+                end: u64::from_str_radix(e, 16).ok()?,
+                perms: perms.to_string(),
+                inode: inode.parse().ok()?,
+                path,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("42");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("status"), "Name:\tdb\nVmLck:\t   8 kB\nRssAnon:\t  102400 kB\nVmSwap:\t    2048 kB\nHugetlbPages:\t       0 kB\n").unwrap();
+        std::fs::write(p.join("stat"), "42 (my prog) S 1 42 42 0 -1 4194560 1000 0 77 0 150 30 0 0 20 0 1 0 12345 0 0\n").unwrap();
+        std::fs::write(
+            p.join("maps"),
+            "55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]\n\
+7f0000000000-7f0040000000 rw-p 00000000 00:00 0 \n\
+7f1000000000-7f1000200000 rw-s 00000000 00:01 1234                       /dev/shm/x\n\
+7f2000000000-7f2000400000 rw-p 00000000 00:0f 5678                       /anon_hugepage (deleted)\n\
+7ffd00000000-7ffd00002000 r--p 00000000 00:00 0                          [vvar]\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("cgroup"), "9:name=systemd:/\n4:memory:/process_api/abc\n0::/\n").unwrap();
+        std::fs::write(t.path().join("meminfo"), "MemTotal:       24576000 kB\nMemFree:        100 kB\n").unwrap();
+        std::fs::write(t.path().join("diskstats"), "   7       3 loop3 120 0 960 240 30 0 240 60 0 300 300 0 0 0 0\n 254 0 vda 1 2 3 4 5 6 7 8 9 10 11\n").unwrap();
+        t
+    }
+
+    #[test]
+    fn reads_process_memory_and_faults() {
+        let t = fixture();
+        let p = ProcFs::new(t.path());
+        let m = p.memory(42).unwrap();
+        assert_eq!(m, PidMemory { rss_anon: 100 << 20, swap: 2 << 20, locked: 8 << 10, hugetlb: 0 });
+        assert_eq!(p.major_faults(42).unwrap(), 77);
+        assert_eq!(p.start_time(42).unwrap(), 12345);
+        assert_eq!(p.cpu_ticks(42).unwrap(), 180);
+        assert_eq!(p.state(42).unwrap(), 'S');
+        assert_eq!(p.mem_total().unwrap(), 24576000 * 1024);
+    }
+
+    #[test]
+    fn classifies_mappings() {
+        let t = fixture();
+        let maps = ProcFs::new(t.path()).maps(42).unwrap();
+        let anon: Vec<bool> = maps.iter().map(Mapping::is_anon_private).collect();
+        assert_eq!(anon, vec![true, true, false, false, false]);
+        assert!(maps[3].is_hugetlb());
+        assert_eq!(maps[1].len(), 1 << 30);
+    }
+
+    #[test]
+    fn finds_the_memory_cgroup() {
+        let t = fixture();
+        assert_eq!(ProcFs::new(t.path()).memory_cgroup(Some(42)).unwrap(), "/process_api/abc");
+        std::fs::write(t.path().join("42/cgroup"), "0::/system.slice/tierd.service\n").unwrap();
+        assert_eq!(ProcFs::new(t.path()).memory_cgroup(Some(42)).unwrap(), "/system.slice/tierd.service");
+    }
+
+    #[test]
+    fn reads_diskstats() {
+        let t = fixture();
+        let d = ProcFs::new(t.path()).diskstats("loop3").unwrap().unwrap();
+        assert_eq!((d.reads, d.sectors_read, d.read_ms, d.writes, d.io_ms), (120, 960, 240, 30, 300));
+        assert!(ProcFs::new(t.path()).diskstats("nvme0n1").unwrap().is_none());
+    }
+
+    #[test]
+    fn real_proc_self_parses() {
+        let p = ProcFs::new("/proc");
+        let me = std::process::id();
+        assert!(p.memory(me).unwrap().rss_anon > 0);
+        assert!(!p.maps(me).unwrap().is_empty());
+        assert!(p.mem_total().unwrap() > 0);
+    }
+}

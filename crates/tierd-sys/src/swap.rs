@@ -1,0 +1,165 @@
+//! Swap areas: `mkswap`, `swapon`, `swapoff` and the kernel's list in `/proc/swaps`.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{read_text, PathError};
+
+/// One line of `/proc/swaps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapArea {
+    pub path: PathBuf,
+    /// `file` or `partition`.
+    pub kind: String,
+    pub size_bytes: u64,
+    pub used_bytes: u64,
+    pub priority: i32,
+}
+
+/// Parses `/proc/swaps` under `proc_root`.
+pub fn areas(proc_root: &Path) -> Result<Vec<SwapArea>, PathError> {
+    Ok(parse_swaps(&read_text(&proc_root.join("swaps"))?))
+}
+
+fn parse_swaps(text: &str) -> Vec<SwapArea> {
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 5 {
+                return None;
+            }
+            Some(SwapArea {
+                path: unescape_octal(f[0]),
+                kind: f[1].to_string(),
+                size_bytes: f[2].parse::<u64>().ok()? * 1024,
+                used_bytes: f[3].parse::<u64>().ok()? * 1024,
+                priority: f[4].parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// `/proc/swaps` writes spaces and other special bytes in paths as `\ooo`.
+fn unescape_octal(s: &str) -> PathBuf {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let code = b.get(i + 1..i + 4).and_then(|d| std::str::from_utf8(d).ok()).and_then(|d| u8::from_str_radix(d, 8).ok());
+        match code {
+            Some(v) if b[i] == b'\\' => {
+                out.push(v);
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// Finds `path` among the active swap areas.
+pub fn find(proc_root: &Path, path: &Path) -> Result<Option<SwapArea>, PathError> {
+    Ok(areas(proc_root)?.into_iter().find(|a| a.path == path))
+}
+
+/// The priority one above every active swap area, so the tier is used first.
+pub fn priority_above_all(areas: &[SwapArea]) -> i32 {
+    areas.iter().map(|a| a.priority).max().map_or(10, |p| (p + 1).max(10)).min(32767)
+}
+
+/// Errors of the swap operations.
+#[derive(Debug, thiserror::Error)]
+pub enum SwapError {
+    /// mkswap could not run or failed
+    #[error("mkswap {path}: {message}")]
+    Mkswap { path: PathBuf, message: String },
+    /// swapon failed
+    #[error("swapon {path}: {source}")]
+    Swapon { path: PathBuf, source: io::Error },
+    /// swapoff failed
+    #[error("swapoff {path}: {source}{hint}")]
+    Swapoff { path: PathBuf, source: io::Error, hint: &'static str },
+}
+
+/// Writes a swap signature on `path` (a file or a block device).
+pub fn mkswap(path: &Path) -> Result<(), SwapError> {
+    let out = Command::new("mkswap")
+        .arg("-f")
+        .arg(path)
+        .output()
+        .map_err(|e| SwapError::Mkswap { path: path.into(), message: format!("cannot run mkswap: {e} (install util-linux)") })?;
+    if !out.status.success() {
+        return Err(SwapError::Mkswap { path: path.into(), message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
+    Ok(())
+}
+
+const SWAP_FLAG_PREFER: i32 = 0x8000;
+const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
+
+/// Enables swap on `path` at `priority`.
+pub fn swapon(path: &Path, priority: i32) -> Result<(), SwapError> {
+    let c = cpath(path);
+    let flags = SWAP_FLAG_PREFER | (priority & SWAP_FLAG_PRIO_MASK);
+    // SAFETY: `c` is a NUL-terminated path that lives across the call.
+    let r = unsafe { libc::swapon(c.as_ptr(), flags) };
+    if r != 0 {
+        return Err(SwapError::Swapon { path: path.into(), source: io::Error::last_os_error() });
+    }
+    Ok(())
+}
+
+/// Disables swap on `path`, reading every page it holds back into memory.
+pub fn swapoff(path: &Path) -> Result<(), SwapError> {
+    let c = cpath(path);
+    // SAFETY: `c` is a NUL-terminated path that lives across the call.
+    let r = unsafe { libc::swapoff(c.as_ptr()) };
+    if r != 0 {
+        let source = io::Error::last_os_error();
+        let hint = if source.raw_os_error() == Some(libc::ENOMEM) {
+            " (not enough free memory to bring the tier's pages back; free memory or stop tenants first)"
+        } else {
+            ""
+        };
+        return Err(SwapError::Swapoff { path: path.into(), source, hint });
+    }
+    Ok(())
+}
+
+fn cpath(path: &Path) -> CString {
+    CString::new(path.as_os_str().as_bytes()).unwrap_or_else(|_| CString::new("/nonexistent").expect("no NUL"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SWAPS: &str = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
+/dev/zram0                              partition\t8388604\t\t0\t\t100\n\
+/var/lib/tierd/my\\040tier.swap         file\t\t1048572\t\t2048\t\t-2\n";
+
+    #[test]
+    fn parses_proc_swaps() {
+        let a = parse_swaps(SWAPS);
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[0].path, PathBuf::from("/dev/zram0"));
+        assert_eq!(a[0].priority, 100);
+        assert_eq!(a[1].path, PathBuf::from("/var/lib/tierd/my tier.swap"));
+        assert_eq!(a[1].size_bytes, 1048572 * 1024);
+        assert_eq!(a[1].used_bytes, 2048 * 1024);
+        assert_eq!(a[1].kind, "file");
+    }
+
+    #[test]
+    fn tier_goes_above_every_other_area() {
+        assert_eq!(priority_above_all(&parse_swaps(SWAPS)), 101);
+        assert_eq!(priority_above_all(&[]), 10);
+    }
+}
