@@ -41,17 +41,18 @@ pub struct Claim {
 pub enum AdmissionError {
     /// does not fit in DRAM + tier
     #[error(
-        "tenant {name} ({size}) does not fit: {committed} of {capacity} already committed \
-         (DRAM budget {budget} + tier {tier}); raise the DRAM budget or the ratio, give a \
-         bigger tier, or remove a tenant"
+        "tenant {name} ({}) does not fit: {} of {} already committed (DRAM budget {} + tier {}); \
+         raise the DRAM budget or the ratio, give a bigger tier, or remove a tenant",
+        human(*size), human(*committed), human(*capacity), human(*budget), human(*tier)
     )]
-    Capacity { name: String, size: String, committed: String, capacity: String, budget: String, tier: String },
+    Capacity { name: String, size: u64, committed: u64, capacity: u64, budget: u64, tier: u64 },
     /// reserves exceed DRAM
     #[error(
-        "tenant {name}: reserve {reserve} does not fit: {reserved} of the {budget} DRAM budget \
-         is already reserved or pinned; lower --reserve or raise the budget"
+        "tenant {name}: reserve {} does not fit: {} of the {} DRAM budget is already reserved or pinned; \
+         lower --reserve or raise the budget",
+        human(*reserve), human(*reserved), human(*budget)
     )]
-    Reserve { name: String, reserve: String, reserved: String, budget: String },
+    Reserve { name: String, reserve: u64, reserved: u64, budget: u64 },
 }
 
 /// Checks whether `new` fits beside `existing`.
@@ -61,11 +62,11 @@ pub fn admit(cap: &Capacity, existing: &[Claim], name: &str, new: Claim) -> Resu
     if committed + size > cap.total() {
         return Err(AdmissionError::Capacity {
             name: name.to_string(),
-            size: human(size),
-            committed: human(committed),
-            capacity: human(cap.total()),
-            budget: human(cap.dram_budget),
-            tier: human(cap.tier_bytes()),
+            size,
+            committed,
+            capacity: cap.total(),
+            budget: cap.dram_budget,
+            tier: cap.tier_bytes(),
         });
     }
     let reserved: u64 = existing.iter().map(|c| c.reserve.max(c.pinned)).sum();
@@ -73,9 +74,9 @@ pub fn admit(cap: &Capacity, existing: &[Claim], name: &str, new: Claim) -> Resu
     if reserved + want > cap.dram_budget {
         return Err(AdmissionError::Reserve {
             name: name.to_string(),
-            reserve: human(want),
-            reserved: human(reserved),
-            budget: human(cap.dram_budget),
+            reserve: want,
+            reserved,
+            budget: cap.dram_budget,
         });
     }
     Ok(())

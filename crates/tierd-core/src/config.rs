@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::size::{human, ByteSize};
+use crate::size::{ByteSize, human};
 
 /// Which placement policy decides the tenants' DRAM quotas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -202,7 +202,8 @@ impl RawConfig {
         }
         let size = match self.tier.size {
             Some(s) => s.0,
-            None => (dram_budget as f64 * ratio) as u64,
+            // One extra MiB holds the swap header, so the usable size is budget x ratio.
+            None => (dram_budget as f64 * ratio) as u64 + (1 << 20),
         };
         if size < 40 << 10 {
             errs.push(format!("tier.size {} is too small for a swap area", human(size)));
@@ -212,7 +213,8 @@ impl RawConfig {
         if !(16..=65536).contains(&sample_pages) {
             errs.push(format!("tracker.sample_pages {sample_pages} must be between 16 and 65536"));
         }
-        let window = parse_duration("tracker.window", self.tracker.window.as_deref(), Duration::from_secs(60), &mut errs);
+        let window =
+            parse_duration("tracker.window", self.tracker.window.as_deref(), Duration::from_secs(60), &mut errs);
         if window < interval {
             errs.push(format!(
                 "tracker.window {} must be at least one interval ({})",
@@ -266,7 +268,7 @@ mod tests {
         assert_eq!(c.policy, PolicyKind::Static);
         assert_eq!(c.interval, Duration::from_secs(10));
         assert_eq!(c.tier.path, PathBuf::from("/var/lib/tierd/tier.swap"));
-        assert_eq!(c.tier.size, 12 * GIB);
+        assert_eq!(c.tier.size, 12 * GIB + MIB);
         assert!(c.tier.embedded);
         assert_eq!(c.tracker.window, Duration::from_secs(60));
     }
@@ -301,7 +303,7 @@ mod tests {
     #[test]
     fn tier_size_follows_budget_and_ratio() {
         let raw = RawConfig::from_toml("dram_budget = \"1G\"\nratio = 1.5\n").unwrap();
-        assert_eq!(raw.validate(HOST).unwrap().tier.size, 1536 * MIB);
+        assert_eq!(raw.validate(HOST).unwrap().tier.size, 1537 * MIB);
     }
 
     #[test]

@@ -55,7 +55,14 @@ mod tests {
     #[test]
     fn active_memory_edges() {
         let b = 1000;
-        let cases = [(0, Colour::Green), (499, Colour::Green), (500, Colour::Yellow), (750, Colour::Yellow), (751, Colour::Red), (2000, Colour::Red)];
+        let cases = [
+            (0, Colour::Green),
+            (499, Colour::Green),
+            (500, Colour::Yellow),
+            (750, Colour::Yellow),
+            (751, Colour::Red),
+            (2000, Colour::Red),
+        ];
         for (active, want) in cases {
             assert_eq!(active_memory(active, b), want, "{active}");
         }
@@ -64,7 +71,13 @@ mod tests {
 
     #[test]
     fn latency_edges() {
-        let cases = [(0.0, Colour::Green), (199.9, Colour::Green), (200.0, Colour::Yellow), (400.0, Colour::Yellow), (400.1, Colour::Red)];
+        let cases = [
+            (0.0, Colour::Green),
+            (199.9, Colour::Green),
+            (200.0, Colour::Yellow),
+            (400.0, Colour::Yellow),
+            (400.1, Colour::Red),
+        ];
         for (us, want) in cases {
             assert_eq!(tier_read_latency(us), want, "{us}");
         }

@@ -54,9 +54,7 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     if t.is_empty() {
         return Err(SizeError::Empty);
     }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
         return Err(SizeError::NotANumber(s.to_string()));

@@ -75,7 +75,10 @@ pub fn signature(path: &Path) -> Result<Option<String>, BlockError> {
             Ok(if t.is_empty() { Some("unknown".into()) } else { Some(t) })
         }
         Some(2) => Ok(None),
-        _ => Err(BlockError::Command { command: "blkid".into(), message: String::from_utf8_lossy(&out.stderr).trim().to_string() }),
+        _ => Err(BlockError::Command {
+            command: "blkid".into(),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
     }
 }
 

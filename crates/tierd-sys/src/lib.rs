@@ -12,6 +12,7 @@
 pub mod blockdev;
 pub mod cgroup;
 pub mod madvise;
+pub mod memory;
 pub mod pagemap;
 pub mod process;
 pub mod procfs;
@@ -48,7 +49,8 @@ pub fn read_text(path: &Path) -> Result<String, PathError> {
 /// Writes a value to an existing kernel file in one `write`, as cgroupfs expects.
 pub fn write_text(path: &Path, value: &str) -> Result<(), PathError> {
     use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().write(true).truncate(true).open(path).map_err(|e| PathError::new(path, e))?;
+    let mut f =
+        std::fs::OpenOptions::new().write(true).truncate(true).open(path).map_err(|e| PathError::new(path, e))?;
     f.write_all(value.as_bytes()).map_err(|e| PathError::new(path, e))
 }
 

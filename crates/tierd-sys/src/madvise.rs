@@ -103,7 +103,14 @@ impl Pidfd {
             // call. The addresses name memory of the *target* process; the kernel
             // validates them there and never dereferences them in ours.
             let n = unsafe {
-                libc::syscall(libc::SYS_process_madvise, self.fd.as_raw_fd(), iov.as_ptr(), iov.len(), advice.raw(), 0u32)
+                libc::syscall(
+                    libc::SYS_process_madvise,
+                    self.fd.as_raw_fd(),
+                    iov.as_ptr(),
+                    iov.len(),
+                    advice.raw(),
+                    0u32,
+                )
             };
             if n < 0 {
                 res.errors += 1;

@@ -44,6 +44,13 @@ pub fn kill(pid: u32, signal: i32) -> io::Result<()> {
     if r != 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
+/// Restores the default SIGPIPE action, so a CLI piped into `head` or `grep -q` ends
+/// quietly like other Unix tools instead of failing on a broken pipe.
+pub fn default_sigpipe() {
+    // SAFETY: resetting a signal disposition to SIG_DFL installs no handler code.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 /// Creates `path` with `size` bytes really allocated (swap refuses files with holes).
 pub fn allocate_file(path: &Path, size: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;

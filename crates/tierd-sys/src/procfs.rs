@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::{read_text, PathError};
+use crate::{PathError, read_text};
 
 /// Access to procfs rooted at `root` (normally `/proc`).
 #[derive(Debug, Clone)]
@@ -14,6 +14,8 @@ pub struct ProcFs {
 /// Memory figures of one process from `/proc/PID/status`, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PidMemory {
+    /// All resident memory (anonymous, file, shmem).
+    pub rss: u64,
     pub rss_anon: u64,
     pub swap: u64,
     /// mlocked memory: cannot be tiered.
@@ -52,7 +54,9 @@ impl Mapping {
 
     /// hugetlbfs-backed memory (`MAP_HUGETLB` shows as `/anon_hugepage`).
     pub fn is_hugetlb(&self) -> bool {
-        self.path.starts_with("/anon_hugepage") || self.path.starts_with("/dev/hugepages") || self.path.contains("hugetlbfs")
+        self.path.starts_with("/anon_hugepage")
+            || self.path.starts_with("/dev/hugepages")
+            || self.path.contains("hugetlbfs")
     }
 }
 
@@ -82,7 +86,13 @@ impl ProcFs {
     pub fn memory(&self, pid: u32) -> Result<PidMemory, PathError> {
         let kv = kv_kib(&read_text(&self.pid_file(pid, "status"))?);
         let get = |k: &str| kv.get(k).copied().unwrap_or(0);
-        Ok(PidMemory { rss_anon: get("RssAnon"), swap: get("VmSwap"), locked: get("VmLck"), hugetlb: get("HugetlbPages") })
+        Ok(PidMemory {
+            rss: get("VmRSS"),
+            rss_anon: get("RssAnon"),
+            swap: get("VmSwap"),
+            locked: get("VmLck"),
+            hugetlb: get("HugetlbPages"),
+        })
     }
 
     /// Fields of `/proc/PID/stat` after the command name (which may hold spaces).
@@ -109,7 +119,8 @@ impl ProcFs {
     }
 
     pub fn cmdline(&self, pid: u32) -> Result<Vec<String>, PathError> {
-        let raw = std::fs::read(self.pid_file(pid, "cmdline")).map_err(|e| PathError::new(&self.pid_file(pid, "cmdline"), e))?;
+        let raw = std::fs::read(self.pid_file(pid, "cmdline"))
+            .map_err(|e| PathError::new(&self.pid_file(pid, "cmdline"), e))?;
         Ok(raw.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).to_string()).collect())
     }
 
@@ -231,8 +242,16 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("42");
         std::fs::create_dir_all(&p).unwrap();
-        std::fs::write(p.join("status"), "Name:\tdb\nVmLck:\t   8 kB\nRssAnon:\t  102400 kB\nVmSwap:\t    2048 kB\nHugetlbPages:\t       0 kB\n").unwrap();
-        std::fs::write(p.join("stat"), "42 (my prog) S 1 42 42 0 -1 4194560 1000 0 77 0 150 30 0 0 20 0 1 0 12345 0 0\n").unwrap();
+        std::fs::write(
+            p.join("status"),
+            "Name:\tdb\nVmLck:\t   8 kB\nRssAnon:\t  102400 kB\nVmSwap:\t    2048 kB\nHugetlbPages:\t       0 kB\n",
+        )
+        .unwrap();
+        std::fs::write(
+            p.join("stat"),
+            "42 (my prog) S 1 42 42 0 -1 4194560 1000 0 77 0 150 30 0 0 20 0 1 0 12345 0 0\n",
+        )
+        .unwrap();
         std::fs::write(
             p.join("maps"),
             "55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]\n\
@@ -244,7 +263,11 @@ mod tests {
         .unwrap();
         std::fs::write(p.join("cgroup"), "9:name=systemd:/\n4:memory:/process_api/abc\n0::/\n").unwrap();
         std::fs::write(t.path().join("meminfo"), "MemTotal:       24576000 kB\nMemFree:        100 kB\n").unwrap();
-        std::fs::write(t.path().join("diskstats"), "   7       3 loop3 120 0 960 240 30 0 240 60 0 300 300 0 0 0 0\n 254 0 vda 1 2 3 4 5 6 7 8 9 10 11\n").unwrap();
+        std::fs::write(
+            t.path().join("diskstats"),
+            "   7       3 loop3 120 0 960 240 30 0 240 60 0 300 300 0 0 0 0\n 254 0 vda 1 2 3 4 5 6 7 8 9 10 11\n",
+        )
+        .unwrap();
         t
     }
 
@@ -253,7 +276,7 @@ mod tests {
         let t = fixture();
         let p = ProcFs::new(t.path());
         let m = p.memory(42).unwrap();
-        assert_eq!(m, PidMemory { rss_anon: 100 << 20, swap: 2 << 20, locked: 8 << 10, hugetlb: 0 });
+        assert_eq!(m, PidMemory { rss: 0, rss_anon: 100 << 20, swap: 2 << 20, locked: 8 << 10, hugetlb: 0 });
         assert_eq!(p.major_faults(42).unwrap(), 77);
         assert_eq!(p.start_time(42).unwrap(), 12345);
         assert_eq!(p.cpu_ticks(42).unwrap(), 180);

@@ -6,7 +6,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{read_text, PathError};
+use crate::{PathError, read_text};
 
 /// One line of `/proc/swaps`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,8 @@ fn unescape_octal(s: &str) -> PathBuf {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let code = b.get(i + 1..i + 4).and_then(|d| std::str::from_utf8(d).ok()).and_then(|d| u8::from_str_radix(d, 8).ok());
+        let code =
+            b.get(i + 1..i + 4).and_then(|d| std::str::from_utf8(d).ok()).and_then(|d| u8::from_str_radix(d, 8).ok());
         match code {
             Some(v) if b[i] == b'\\' => {
                 out.push(v);
@@ -90,13 +91,15 @@ pub enum SwapError {
 
 /// Writes a swap signature on `path` (a file or a block device).
 pub fn mkswap(path: &Path) -> Result<(), SwapError> {
-    let out = Command::new("mkswap")
-        .arg("-f")
-        .arg(path)
-        .output()
-        .map_err(|e| SwapError::Mkswap { path: path.into(), message: format!("cannot run mkswap: {e} (install util-linux)") })?;
+    let out = Command::new("mkswap").arg("-f").arg(path).output().map_err(|e| SwapError::Mkswap {
+        path: path.into(),
+        message: format!("cannot run mkswap: {e} (install util-linux)"),
+    })?;
     if !out.status.success() {
-        return Err(SwapError::Mkswap { path: path.into(), message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+        return Err(SwapError::Mkswap {
+            path: path.into(),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }

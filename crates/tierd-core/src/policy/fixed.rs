@@ -3,7 +3,7 @@
 //! footprint counts, so such a quota follows the tenant's growth.
 
 use crate::plan::{Plan, TenantPlan};
-use crate::policy::{divide, Claim, MIN_QUOTA};
+use crate::policy::{Claim, MIN_QUOTA, divide};
 use crate::size::human;
 use crate::snapshot::Snapshot;
 

@@ -10,7 +10,7 @@ mod divide;
 mod fixed;
 mod none;
 
-pub use divide::{divide, Claim};
+pub use divide::{Claim, divide};
 
 use crate::config::PolicyKind;
 use crate::plan::Plan;

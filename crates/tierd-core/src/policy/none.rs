@@ -6,10 +6,15 @@ use crate::size::human;
 use crate::snapshot::Snapshot;
 
 pub fn plan(snap: &Snapshot) -> Plan {
-    let reason = format!("policy none: all tenants share one {} limit; the kernel chooses what swaps", human(snap.dram_budget));
+    let reason =
+        format!("policy none: all tenants share one {} limit; the kernel chooses what swaps", human(snap.dram_budget));
     Plan {
         group_limit: Some(snap.dram_budget),
-        tenants: snap.tenants.iter().map(|t| TenantPlan::quota_only(t.spec.name.clone(), None, reason.clone())).collect(),
+        tenants: snap
+            .tenants
+            .iter()
+            .map(|t| TenantPlan::quota_only(t.spec.name.clone(), None, reason.clone()))
+            .collect(),
         notes: Vec::new(),
     }
 }

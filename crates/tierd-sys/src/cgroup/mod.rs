@@ -14,7 +14,7 @@ pub use v1::V1;
 pub use v2::V2;
 
 use crate::procfs::ProcFs;
-use crate::{read_text, PathError};
+use crate::{PathError, read_text};
 
 /// Which cgroup interface the memory controller uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -128,7 +128,9 @@ pub(crate) fn make_dir(dir: &Path) -> Result<(), CgroupError> {
 /// `true` when `pid` sits in `base_cgroup` (a hierarchy path such as `/a/b`) or below.
 pub(crate) fn path_is_below(pid_cgroup: &str, base_cgroup: &str) -> bool {
     let base = base_cgroup.trim_end_matches('/');
-    pid_cgroup == base_cgroup || base.is_empty() || pid_cgroup.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
+    pid_cgroup == base_cgroup
+        || base.is_empty()
+        || pid_cgroup.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Finds the memory controller and tierd's own cgroup in it: cgroup v1's `memory`
@@ -154,10 +156,15 @@ pub fn detect(fs_root: &Path, proc: &ProcFs) -> Result<Box<dyn MemoryController>
             v2_mount = Some(fs_root.join(mount.trim_start_matches('/')));
         }
     }
-    let Some(mount_dir) = v2_mount else { return Err(CgroupError::NoController("neither a v1 memory hierarchy nor cgroup2 is mounted".into())) };
+    let Some(mount_dir) = v2_mount else {
+        return Err(CgroupError::NoController("neither a v1 memory hierarchy nor cgroup2 is mounted".into()));
+    };
     let controllers = read_text(&mount_dir.join("cgroup.controllers")).unwrap_or_default();
     if !controllers.split_whitespace().any(|c| c == "memory") {
-        return Err(CgroupError::NoController(format!("cgroup2 at {} does not offer the memory controller", mount_dir.display())));
+        return Err(CgroupError::NoController(format!(
+            "cgroup2 at {} does not offer the memory controller",
+            mount_dir.display()
+        )));
     }
     let base = mount_dir.join(own.trim_start_matches('/'));
     Ok(Box::new(V2::new(base, own)))
@@ -219,7 +226,11 @@ mod tests {
     #[test]
     fn detects_v2_with_memory() {
         let t = tempfile::tempdir().unwrap();
-        fixture::proc_with(t.path(), "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/system.slice/tierd.service\n");
+        fixture::proc_with(
+            t.path(),
+            "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+            "0::/system.slice/tierd.service\n",
+        );
         fixture::populate(&t.path().join("sys/fs/cgroup"), &[("cgroup.controllers", "cpu io memory pids\n")]);
         let c = detect(t.path(), &ProcFs::new(t.path().join("proc"))).unwrap();
         assert_eq!(c.version(), Version::V2);

@@ -7,7 +7,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{inside, list_children, make_dir, path_is_below, read_procs, remove_dir, CgroupError, MemoryController, MemoryStats, Version};
+use super::{
+    CgroupError, MemoryController, MemoryStats, Version, inside, list_children, make_dir, path_is_below, read_procs,
+    remove_dir,
+};
 use crate::procfs::ProcFs;
 use crate::{read_text, read_u64, write_text};
 

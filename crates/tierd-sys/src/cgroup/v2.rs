@@ -5,7 +5,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{inside, list_children, make_dir, path_is_below, read_procs, remove_dir, CgroupError, MemoryController, MemoryStats, Version};
+use super::{
+    CgroupError, MemoryController, MemoryStats, Version, inside, list_children, make_dir, path_is_below, read_procs,
+    remove_dir,
+};
 use crate::procfs::ProcFs;
 use crate::{read_text, read_u64, write_text};
 
@@ -161,7 +164,10 @@ mod tests {
     fn stats_read_v2_names() {
         let (_t, c) = tree(true);
         let s = c.stats("tierd/db").unwrap();
-        assert_eq!((s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.major_faults, s.file), (3000000, 2 << 20, 2 << 20, 16384, 4096, 7, 8192));
+        assert_eq!(
+            (s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.major_faults, s.file),
+            (3000000, 2 << 20, 2 << 20, 16384, 4096, 7, 8192)
+        );
     }
 
     #[test]

@@ -1,0 +1,119 @@
+//! `tierd-bench`: workloads and benchmarks for tierd.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tierd_bench::workload::{self, Pattern, Phase, PhaseKind, Settings};
+use tierd_core::ByteSize;
+
+/// Workloads and benchmarks for tierd.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// A test tenant: fills memory with verifiable content and accesses a hot set,
+    /// printing throughput and latency; exits 2 on any corrupted byte.
+    Workload {
+        /// Memory to allocate, e.g. 1G.
+        #[arg(long)]
+        size: ByteSize,
+        /// Hot set size, e.g. 128M.
+        #[arg(long)]
+        hot: ByteSize,
+        /// Where the hot set starts within the memory.
+        #[arg(long, default_value = "0")]
+        hot_offset: ByteSize,
+        #[arg(long, value_enum, default_value_t = Pattern::Uniform)]
+        pattern: Pattern,
+        /// Phases, e.g. active:30s,idle:60s,active:2m (overrides --duration).
+        #[arg(long)]
+        phase: Option<String>,
+        /// Length of a single active phase, e.g. 30s.
+        #[arg(long, default_value = "30s")]
+        duration: String,
+        /// Report interval.
+        #[arg(long, default_value = "1s")]
+        report: String,
+        /// JSON lines instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Fraction of accesses that rewrite their page (0..=1).
+        #[arg(long, default_value_t = 0.0)]
+        write_ratio: f64,
+        /// Ask for transparent huge pages.
+        #[arg(long)]
+        thp: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Skip verifying every page at the end.
+        #[arg(long)]
+        no_verify_all: bool,
+    },
+}
+
+fn main() {
+    match run(Cli::parse()) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("tierd-bench: {e:#}");
+            std::process::exit(if format!("{e:#}").contains("corrupt memory") { 2 } else { 1 });
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.cmd {
+        Cmd::Workload {
+            size,
+            hot,
+            hot_offset,
+            pattern,
+            phase,
+            duration,
+            report,
+            json,
+            write_ratio,
+            thp,
+            seed,
+            no_verify_all,
+        } => {
+            if !(0.0..=1.0).contains(&write_ratio) {
+                anyhow::bail!("--write-ratio {write_ratio} must be between 0 and 1");
+            }
+            let phases = match phase {
+                Some(p) => workload::parse_phases(&p)?,
+                None => vec![Phase {
+                    kind: PhaseKind::Active,
+                    duration: workload::humantime_like(&duration).context("--duration")?,
+                }],
+            };
+            let stop = Arc::new(AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+                signal_hook::flag::register(sig, Arc::clone(&stop))?;
+            }
+            let settings = Settings {
+                size: size.0 as usize,
+                hot: hot.0 as usize,
+                hot_offset: hot_offset.0 as usize,
+                pattern,
+                phases,
+                report: workload::humantime_like(&report).context("--report")?,
+                json,
+                write_ratio,
+                huge: thp,
+                seed,
+                verify_all: !no_verify_all,
+            };
+            let summary = workload::run(&settings, stop)?;
+            println!("{}", serde_json::to_string(&summary)?);
+            Ok(if summary.corrupt_pages > 0 { 2 } else { 0 })
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! The workload generator: a tenant with a known hot set and verifiable memory.
+//!
+//! It maps `size` bytes, fills every 4 KiB page with content derived from the page's
+//! index and a seed, then runs phases: `active` reads (and optionally rewrites) random
+//! cache lines of pages in the hot set, `idle` sleeps, `sweep` walks all memory at
+//! random (a noisy neighbour). Every read is verified; a wrong byte ends the run with
+//! exit code 2. At the end every page is verified. Throughput and latency percentiles
+//! go to stdout each report interval, as text or JSON lines.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tierd_sys::memory::{AnonMemory, HugeAdvice};
+
+pub const PAGE: usize = 4096;
+const WORDS: usize = PAGE / 8;
+/// Words in one cache line: what an access reads.
+const LINE: usize = 8;
+
+/// What a phase does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PhaseKind {
+    Active,
+    Idle,
+    Sweep,
+}
+
+/// One phase of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phase {
+    pub kind: PhaseKind,
+    pub duration: Duration,
+}
+
+/// Parses `active:30s,idle:1m,active:2m`.
+pub fn parse_phases(s: &str) -> anyhow::Result<Vec<Phase>> {
+    s.split(',')
+        .map(|p| {
+            let (kind, dur) =
+                p.split_once(':').with_context(|| format!("phase `{p}`: write KIND:DURATION, e.g. active:30s"))?;
+            let kind = match kind.trim() {
+                "active" => PhaseKind::Active,
+                "idle" => PhaseKind::Idle,
+                "sweep" => PhaseKind::Sweep,
+                k => bail!("phase kind `{k}`: choose active, idle or sweep"),
+            };
+            let duration = humantime_like(dur.trim()).with_context(|| format!("phase `{p}`: bad duration"))?;
+            Ok(Phase { kind, duration })
+        })
+        .collect()
+}
+
+/// `500ms`, `30s`, `2m`, `1h`.
+pub fn humantime_like(s: &str) -> anyhow::Result<Duration> {
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: f64 = n.parse().with_context(|| format!("`{s}` is not a duration"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        u => bail!("unknown duration unit `{u}` in `{s}`: use ms, s, m or h"),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Hot-set access distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Pattern {
+    Uniform,
+    Zipf,
+}
+
+/// Settings of a run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub size: usize,
+    pub hot: usize,
+    /// Start of the hot set within the memory, in bytes.
+    pub hot_offset: usize,
+    pub pattern: Pattern,
+    pub phases: Vec<Phase>,
+    pub report: Duration,
+    pub json: bool,
+    /// Fraction of accesses that rewrite their page.
+    pub write_ratio: f64,
+    pub huge: bool,
+    pub seed: u64,
+    /// Verify every page at the end (faults all of it back in).
+    pub verify_all: bool,
+}
+
+/// Value of word `w` of page `p` at generation `g`.
+#[inline]
+fn expected(seed: u64, p: usize, w: usize, g: u32) -> u64 {
+    let mut z = seed ^ ((p as u64) << 20 | (w as u64) << 4) ^ ((g as u64) << 52);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D1_049B_B133_111B);
+    z ^ (z >> 31)
+}
+
+/// A report line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub t: f64,
+    pub phase: PhaseKind,
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+}
+
+/// The final summary line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub summary: bool,
+    pub active_ops: u64,
+    pub active_secs: f64,
+    pub ops_per_sec: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub verified_pages: u64,
+    pub corrupt_pages: u64,
+    pub fill_secs: f64,
+    pub verify_secs: f64,
+}
+
+/// Zipf(s = 0.99) over `n` ranks by inverse CDF, ranks scattered over the hot pages.
+struct Zipf {
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    fn new(n: usize) -> Zipf {
+        let mut cdf = Vec::with_capacity(n);
+        let mut acc = 0.0;
+        for k in 1..=n {
+            acc += 1.0 / (k as f64).powf(0.99);
+            cdf.push(acc);
+        }
+        for v in &mut cdf {
+            *v /= acc;
+        }
+        Zipf { cdf }
+    }
+
+    fn sample(&self, u: f64) -> usize {
+        self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)
+    }
+}
+
+/// Runs the workload; returns the summary, or an error on a corrupted page.
+pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
+    if s.hot > s.size || s.hot_offset + s.hot > s.size {
+        bail!("the hot set ({} bytes at offset {}) must fit in the memory ({} bytes)", s.hot, s.hot_offset, s.size);
+    }
+    if s.hot < PAGE {
+        bail!("the hot set must be at least one page ({PAGE} bytes)");
+    }
+    let mut mem = AnonMemory::new(s.size, if s.huge { HugeAdvice::Huge } else { HugeAdvice::Small })?;
+    let pages = s.size / PAGE;
+    let hot_pages = s.hot / PAGE;
+    let hot_first = s.hot_offset / PAGE;
+    let mut gens = vec![0u32; pages];
+    let started = Instant::now();
+    {
+        let words = mem.as_mut_slice();
+        for p in 0..pages {
+            for w in 0..WORDS {
+                words[p * WORDS + w] = expected(s.seed, p, w, 0);
+            }
+            if p % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+    }
+    let fill_secs = started.elapsed().as_secs_f64();
+    if !s.json {
+        println!("filled {} MiB in {fill_secs:.2}s", s.size >> 20);
+    }
+
+    let zipf = (s.pattern == Pattern::Zipf).then(|| Zipf::new(hot_pages));
+    // Scatter Zipf ranks over the hot set so the hottest pages are not adjacent.
+    let stride = {
+        let mut st = (hot_pages as u64 * 7 / 11) | 1;
+        while gcd(st, hot_pages as u64) != 1 {
+            st += 2;
+        }
+        st as usize
+    };
+    let mut rng = fastrand::Rng::with_seed(s.seed ^ 0x5EED);
+    let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
+    let mut window = total.clone();
+    let mut active_ops = 0u64;
+    let mut active_secs = 0.0;
+    let t0 = Instant::now();
+    let mut next_report = t0 + s.report;
+    let mut window_ops = 0u64;
+    let mut window_start = t0;
+
+    'phases: for phase in &s.phases {
+        let end = Instant::now() + phase.duration;
+        let phase_start = Instant::now();
+        loop {
+            let now = Instant::now();
+            if now >= end || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if now >= next_report {
+                let dt = (now - window_start).as_secs_f64();
+                emit(
+                    s.json,
+                    &Report {
+                        t: (now - t0).as_secs_f64(),
+                        phase: phase.kind,
+                        ops: window_ops,
+                        ops_per_sec: window_ops as f64 / dt,
+                        p50_us: window.value_at_quantile(0.5) as f64 / 1000.0,
+                        p99_us: window.value_at_quantile(0.99) as f64 / 1000.0,
+                        p999_us: window.value_at_quantile(0.999) as f64 / 1000.0,
+                    },
+                );
+                window.reset();
+                window_ops = 0;
+                window_start = now;
+                next_report += s.report;
+            }
+            if phase.kind == PhaseKind::Idle {
+                std::thread::sleep(
+                    (end - now).min(next_report.saturating_duration_since(now)).min(Duration::from_millis(50)),
+                );
+                continue;
+            }
+            // A batch of accesses between clock checks.
+            for _ in 0..64 {
+                let p = match phase.kind {
+                    PhaseKind::Sweep => rng.usize(0..pages),
+                    _ => {
+                        let rank = match &zipf {
+                            Some(z) => z.sample(rng.f64()),
+                            None => rng.usize(0..hot_pages),
+                        };
+                        hot_first + (rank * stride) % hot_pages
+                    }
+                };
+                let line = rng.usize(0..WORDS / LINE) * LINE;
+                let write = s.write_ratio > 0.0 && rng.f64() < s.write_ratio;
+                let a = Instant::now();
+                let words = mem.as_mut_slice();
+                let g = gens[p];
+                for w in line..line + LINE {
+                    let v = words[p * WORDS + w];
+                    if v != expected(s.seed, p, w, g) {
+                        bail!(
+                            "corrupt memory: page {p} word {w} holds {v:#x}, expected {:#x}",
+                            expected(s.seed, p, w, g)
+                        );
+                    }
+                }
+                if write {
+                    let g = g.wrapping_add(1);
+                    for w in 0..WORDS {
+                        words[p * WORDS + w] = expected(s.seed, p, w, g);
+                    }
+                    gens[p] = g;
+                }
+                let ns = a.elapsed().as_nanos() as u64;
+                let _ = window.record(ns.max(1));
+                if phase.kind == PhaseKind::Active {
+                    let _ = total.record(ns.max(1));
+                    active_ops += 1;
+                }
+                window_ops += 1;
+            }
+        }
+        if phase.kind == PhaseKind::Active {
+            active_secs += phase_start.elapsed().as_secs_f64();
+        }
+        if stop.load(Ordering::Relaxed) {
+            break 'phases;
+        }
+    }
+
+    let v0 = Instant::now();
+    let mut verified = 0;
+    let mut corrupt = 0;
+    if s.verify_all {
+        let words = mem.as_slice();
+        for p in 0..pages {
+            let g = gens[p];
+            if (0..WORDS).any(|w| words[p * WORDS + w] != expected(s.seed, p, w, g)) {
+                corrupt += 1;
+                eprintln!("corrupt memory: page {p}");
+            }
+            verified += 1;
+        }
+    }
+    let summary = Summary {
+        summary: true,
+        active_ops,
+        active_secs,
+        ops_per_sec: if active_secs > 0.0 { active_ops as f64 / active_secs } else { 0.0 },
+        p50_us: total.value_at_quantile(0.5) as f64 / 1000.0,
+        p99_us: total.value_at_quantile(0.99) as f64 / 1000.0,
+        p999_us: total.value_at_quantile(0.999) as f64 / 1000.0,
+        verified_pages: verified,
+        corrupt_pages: corrupt,
+        fill_secs,
+        verify_secs: v0.elapsed().as_secs_f64(),
+    };
+    Ok(summary)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+fn emit(json: bool, r: &Report) {
+    if json {
+        println!("{}", serde_json::to_string(r).unwrap_or_default());
+    } else {
+        println!(
+            "t={:>6.1}s {:<6} {:>10.0} ops/s  p50 {:>7.2}µs  p99 {:>8.2}µs  p999 {:>9.2}µs",
+            r.t,
+            format!("{:?}", r.phase).to_lowercase(),
+            r.ops_per_sec,
+            r.p50_us,
+            r.p99_us,
+            r.p999_us
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_parse() {
+        let p = parse_phases("active:30s,idle:1m,sweep:500ms").unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[1], Phase { kind: PhaseKind::Idle, duration: Duration::from_secs(60) });
+        assert_eq!(p[2].duration, Duration::from_millis(500));
+        assert!(parse_phases("busy:3s").is_err());
+        assert!(parse_phases("active").is_err());
+        assert!(parse_phases("active:3y").is_err());
+    }
+
+    #[test]
+    fn zipf_favours_low_ranks() {
+        let z = Zipf::new(1000);
+        let mut rng = fastrand::Rng::with_seed(1);
+        let low = (0..10000).filter(|_| z.sample(rng.f64()) < 100).count();
+        assert!(low > 6000, "{low}");
+    }
+
+    fn settings(size: usize, hot: usize) -> Settings {
+        Settings {
+            size,
+            hot,
+            hot_offset: 0,
+            pattern: Pattern::Uniform,
+            phases: vec![Phase { kind: PhaseKind::Active, duration: Duration::from_millis(200) }],
+            report: Duration::from_secs(10),
+            json: true,
+            write_ratio: 0.2,
+            huge: false,
+            seed: 7,
+            verify_all: true,
+        }
+    }
+
+    #[test]
+    fn a_short_run_verifies_everything() {
+        let s = run(&settings(8 << 20, 1 << 20), Arc::new(AtomicBool::new(false))).unwrap();
+        assert_eq!(s.corrupt_pages, 0);
+        assert_eq!(s.verified_pages, (8 << 20) / PAGE as u64);
+        assert!(s.active_ops > 1000, "{s:?}");
+    }
+
+    #[test]
+    fn a_hot_set_outside_memory_is_refused() {
+        let mut st = settings(8 << 20, 4 << 20);
+        st.hot_offset = 6 << 20;
+        assert!(run(&st, Arc::new(AtomicBool::new(false))).is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! The local API: one JSON request per line on a Unix socket, one JSON response line
+//! back. `tierctl` is a thin client of it; anything else can speak it too.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tierd_core::TenantName;
+use tierd_core::tenant::TenantSpec;
+
+/// Environment variable naming the socket, for `tierctl`.
+pub const SOCKET_ENV: &str = "TIERD_SOCKET";
+
+/// A request to the daemon.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    Status,
+    /// Start a program as a tenant.
+    Run {
+        spec: TenantSpec,
+        argv: Vec<String>,
+        cwd: Option<PathBuf>,
+    },
+    /// Adopt a running process (it must live in tierd's cgroup or below).
+    Attach {
+        spec: TenantSpec,
+        pid: u32,
+    },
+    /// Stop managing a tenant; its processes keep running without limits.
+    Detach {
+        name: TenantName,
+    },
+    /// Forget an exited tenant.
+    Remove {
+        name: TenantName,
+    },
+    /// Signal a tenant's processes.
+    Stop {
+        name: TenantName,
+        signal: i32,
+    },
+    /// Page a tenant's memory out to the tier now.
+    Demote {
+        name: TenantName,
+        bytes: Option<u64>,
+    },
+    /// Read a tenant's memory back from the tier now (at most `bytes`; by default as
+    /// much as the room under its quota).
+    Prefetch {
+        name: TenantName,
+        bytes: Option<u64>,
+    },
+    /// Rebuild a tenant's huge pages now.
+    Collapse {
+        name: TenantName,
+    },
+    /// The recent decisions about a tenant.
+    Explain {
+        name: TenantName,
+    },
+    /// The recent event log.
+    Events,
+}
+
+/// The daemon's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Response {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+impl Response {
+    pub fn ok(data: impl Serialize) -> Response {
+        Response { ok: true, error: None, data: serde_json::to_value(data).unwrap_or(serde_json::Value::Null) }
+    }
+
+    pub fn err(msg: impl Into<String>) -> Response {
+        Response { ok: false, error: Some(msg.into()), data: serde_json::Value::Null }
+    }
+}
+
+/// Host-wide status (`tierctl status --json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    pub version: String,
+    pub pid: u32,
+    pub policy: String,
+    pub cgroup_version: String,
+    pub cgroup_path: PathBuf,
+    pub dram_budget_bytes: u64,
+    pub dram_used_bytes: u64,
+    pub dram_free_bytes: u64,
+    pub ratio: f64,
+    /// DRAM + ratio × DRAM, limited by the tier's size.
+    pub capacity_bytes: u64,
+    pub committed_bytes: u64,
+    /// Σ tenant size / DRAM budget.
+    pub overcommit: f64,
+    pub active_bytes: u64,
+    pub active_health: String,
+    pub tier: TierStatus,
+    pub tierd_cpu_percent: f64,
+    pub tierd_rss_bytes: u64,
+    pub tenants: Vec<TenantStatus>,
+}
+
+/// The tier device.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct TierStatus {
+    pub path: PathBuf,
+    /// What the kernel swaps to (a loop device, the file, or the device).
+    pub swap_path: PathBuf,
+    pub backing: String,
+    pub size_bytes: u64,
+    pub used_bytes: u64,
+    pub read_bytes_per_sec: f64,
+    pub write_bytes_per_sec: f64,
+    pub read_latency_us: Option<f64>,
+    pub read_latency_health: Option<String>,
+}
+
+/// One tenant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TenantStatus {
+    pub name: String,
+    /// `running` or `exited`.
+    pub state: String,
+    pub exit_code: Option<i32>,
+    pub pids: Vec<u32>,
+    pub command: Vec<String>,
+    /// Anonymous footprint: resident + swapped.
+    pub size_bytes: u64,
+    pub declared_size_bytes: Option<u64>,
+    pub dram_bytes: u64,
+    pub tier_bytes: u64,
+    pub huge_bytes: u64,
+    pub pinned_bytes: u64,
+    pub quota_bytes: Option<u64>,
+    pub reserve_bytes: u64,
+    pub limit_bytes: Option<u64>,
+    pub shares: u32,
+    pub active_bytes: Option<u64>,
+    pub active_ci_bytes: Option<u64>,
+    pub major_faults: u64,
+    pub major_faults_per_sec: f64,
+    pub reason: String,
+    /// Failed syscalls and cgroup writes, by operation.
+    pub errors: BTreeMap<String, u64>,
+    pub vm: bool,
+}
+
+/// What a mover operation did.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
+pub struct MoveReport {
+    pub bytes: u64,
+    /// DRAM freed afterwards (the swap cache dropped), for demotion.
+    pub freed_bytes: u64,
+    /// Time of the moving itself (`process_madvise`).
+    pub seconds: f64,
+    /// Time spent freeing the swap cache afterwards (demotion on cgroup v1).
+    #[serde(default)]
+    pub reclaim_seconds: f64,
+    pub calls: u64,
+    pub errors: u64,
+}
+
+/// A recorded decision or warning.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Event {
+    /// Seconds since the Unix epoch.
+    pub time: f64,
+    /// `info`, `decision`, `warning` or `error`.
+    pub level: String,
+    pub tenant: Option<String>,
+    pub message: String,
+}
+
+/// Errors talking to the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// the socket could not be reached
+    #[error("cannot reach tierd at {path}: {err} (is tierd running? set --socket or {SOCKET_ENV})")]
+    Connect { path: PathBuf, err: std::io::Error },
+    /// the conversation failed
+    #[error("talking to tierd at {path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
+    /// the daemon sent something unreadable
+    #[error("tierd sent a malformed answer: {0}")]
+    Malformed(String),
+    /// the daemon refused
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Sends one request and waits for the answer.
+pub fn call(socket: &Path, req: &Request, timeout: Duration) -> Result<serde_json::Value, ClientError> {
+    let io = |err| ClientError::Io { path: socket.to_path_buf(), err };
+    let mut s = UnixStream::connect(socket).map_err(|err| ClientError::Connect { path: socket.to_path_buf(), err })?;
+    s.set_read_timeout(Some(timeout)).map_err(io)?;
+    let mut line = serde_json::to_string(req).map_err(|e| ClientError::Malformed(e.to_string()))?;
+    line.push('\n');
+    s.write_all(line.as_bytes()).map_err(io)?;
+    let mut answer = String::new();
+    BufReader::new(&s).read_line(&mut answer).map_err(io)?;
+    let resp: Response =
+        serde_json::from_str(&answer).map_err(|e| ClientError::Malformed(format!("{e}: {answer:?}")))?;
+    if resp.ok {
+        Ok(resp.data)
+    } else {
+        Err(ClientError::Refused(resp.error.unwrap_or_else(|| "unknown error".into())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip_as_tagged_json() {
+        let r = Request::Demote { name: TenantName::new("db").unwrap(), bytes: Some(5) };
+        let s = serde_json::to_string(&r).unwrap();
+        assert_eq!(s, r#"{"op":"demote","name":"db","bytes":5}"#);
+        let back: Request = serde_json::from_str(&s).unwrap();
+        assert!(matches!(back, Request::Demote { bytes: Some(5), .. }));
+    }
+
+    #[test]
+    fn hostile_names_do_not_parse() {
+        let e = serde_json::from_str::<Request>(r#"{"op":"detach","name":"../../etc"}"#).unwrap_err();
+        assert!(e.to_string().contains("must start with a letter"), "{e}");
+    }
+}

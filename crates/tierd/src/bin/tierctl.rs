@@ -1,0 +1,347 @@
+//! `tierctl`: the command line for a running tierd.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tierd::api::{Event, MoveReport, Request, SOCKET_ENV, Status, call};
+use tierd_core::size::human;
+use tierd_core::tenant::{DEFAULT_SHARES, TenantSpec};
+use tierd_core::{ByteSize, TenantName};
+
+/// Control a running tierd: start and adopt tenants, move their memory, and see what
+/// tierd measures and decides.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    /// tierd's API socket.
+    #[arg(long, env = SOCKET_ENV, default_value = tierd_core::config::DEFAULT_SOCKET, global = true)]
+    socket: PathBuf,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// Settings shared by `run` and `attach`.
+#[derive(clap::Args, Debug)]
+struct SpecArgs {
+    /// Declared memory size, counted by admission (e.g. 2G).
+    #[arg(long)]
+    size: Option<ByteSize>,
+    /// DRAM guaranteed to the tenant.
+    #[arg(long)]
+    reserve: Option<ByteSize>,
+    /// Most DRAM the tenant may hold.
+    #[arg(long)]
+    limit: Option<ByteSize>,
+    /// Weight when DRAM is short (default 100).
+    #[arg(long, default_value_t = DEFAULT_SHARES)]
+    shares: u32,
+    /// The tenant is a virtual machine (a QEMU process).
+    #[arg(long)]
+    vm: bool,
+}
+
+impl SpecArgs {
+    fn spec(&self, name: TenantName) -> TenantSpec {
+        TenantSpec {
+            name,
+            size: self.size.map(|s| s.0),
+            reserve: self.reserve.map_or(0, |s| s.0),
+            limit: self.limit.map(|s| s.0),
+            shares: self.shares,
+            vm: self.vm,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Host and tenant status.
+    Status {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a program as a tenant and print its name and PID once it runs.
+    Run {
+        /// Tenant name (default: the program's name and a number).
+        #[arg(long)]
+        name: Option<TenantName>,
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// The program and its arguments (after `--`).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Adopt a running process (it must live in tierd's cgroup or below).
+    Attach {
+        pid: u32,
+        #[arg(long)]
+        name: TenantName,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Stop managing a tenant; its processes keep running without limits.
+    Detach { name: TenantName },
+    /// Signal a tenant's processes (default TERM).
+    Stop {
+        name: TenantName,
+        #[arg(long, default_value = "TERM")]
+        signal: String,
+    },
+    /// Forget an exited tenant.
+    Rm { name: TenantName },
+    /// Page a tenant's memory out to the tier now.
+    Demote {
+        name: TenantName,
+        /// At most this much (default: all resident anonymous memory).
+        #[arg(long)]
+        bytes: Option<ByteSize>,
+    },
+    /// Read a tenant's memory back from the tier now, as much as its quota has room for.
+    Prefetch {
+        name: TenantName,
+        /// At most this much (default: the room left under the tenant's quota).
+        #[arg(long)]
+        bytes: Option<ByteSize>,
+    },
+    /// Rebuild a tenant's huge pages now.
+    Collapse { name: TenantName },
+    /// Recent decisions about a tenant, with their reasons.
+    Explain { name: TenantName },
+    /// Recent events: decisions, warnings, tenant starts and exits.
+    Events,
+}
+
+fn main() {
+    tierd_sys::process::default_sigpipe();
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("tierctl: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn signal_number(s: &str) -> anyhow::Result<i32> {
+    let name = s.trim_start_matches("SIG").to_ascii_uppercase();
+    Ok(match name.as_str() {
+        "TERM" => 15,
+        "KILL" => 9,
+        "INT" => 2,
+        "HUP" => 1,
+        "USR1" => 10,
+        "USR2" => 12,
+        "STOP" => 19,
+        "CONT" => 18,
+        n => n.parse().with_context(|| {
+            format!("unknown signal `{s}`: use TERM, KILL, INT, HUP, USR1, USR2, STOP, CONT or a number")
+        })?,
+    })
+}
+
+fn default_name(command: &[String], taken: &[String]) -> anyhow::Result<TenantName> {
+    let base: String = std::path::Path::new(&command[0])
+        .file_name()
+        .map(|f| f.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-')).collect())
+        .unwrap_or_default();
+    let base = if base.is_empty() { "tenant".to_string() } else { base.chars().take(48).collect() };
+    for i in 1.. {
+        let candidate = format!("{base}-{i}");
+        if !taken.contains(&candidate) {
+            return Ok(TenantName::new(&candidate)?);
+        }
+    }
+    unreachable!()
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let sock = &cli.socket;
+    let t = Duration::from_secs(120);
+    match cli.cmd {
+        Cmd::Status { json } => {
+            let v = call(sock, &Request::Status, t)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print_status(&serde_json::from_value(v)?);
+            }
+        }
+        Cmd::Run { name, spec, command } => {
+            let name = match name {
+                Some(n) => n,
+                None => {
+                    let st: Status = serde_json::from_value(call(sock, &Request::Status, t)?)?;
+                    default_name(&command, &st.tenants.iter().map(|t| t.name.clone()).collect::<Vec<_>>())?
+                }
+            };
+            let cwd = std::env::current_dir().ok();
+            let v = call(sock, &Request::Run { spec: spec.spec(name), argv: command, cwd }, t)?;
+            println!("{} {}", v["name"].as_str().unwrap_or("?"), v["pid"]);
+        }
+        Cmd::Attach { pid, name, spec } => {
+            let v = call(sock, &Request::Attach { spec: spec.spec(name), pid }, t)?;
+            println!("{} {}", v["name"].as_str().unwrap_or("?"), v["pid"]);
+        }
+        Cmd::Detach { name } => {
+            let v = call(sock, &Request::Detach { name: name.clone() }, t)?;
+            println!("detached {name}: pids {}", v["pids"]);
+        }
+        Cmd::Stop { name, signal } => {
+            let v = call(sock, &Request::Stop { name: name.clone(), signal: signal_number(&signal)? }, t)?;
+            println!("signalled {name}: pids {}", v["pids"]);
+        }
+        Cmd::Rm { name } => {
+            call(sock, &Request::Remove { name: name.clone() }, t)?;
+            println!("removed {name}");
+        }
+        Cmd::Demote { name, bytes } => {
+            let r: MoveReport = serde_json::from_value(call(
+                sock,
+                &Request::Demote { name: name.clone(), bytes: bytes.map(|b| b.0) },
+                t,
+            )?)?;
+            println!(
+                "{name}: demoted {} in {:.3}s ({}/s), {} of DRAM freed, {} calls, {} errors",
+                human(r.bytes),
+                r.seconds,
+                rate(r.bytes, r.seconds),
+                human(r.freed_bytes),
+                r.calls,
+                r.errors
+            );
+        }
+        Cmd::Prefetch { name, bytes } => {
+            let req = Request::Prefetch { name: name.clone(), bytes: bytes.map(|b| b.0) };
+            let r: MoveReport = serde_json::from_value(call(sock, &req, t)?)?;
+            println!(
+                "{name}: prefetch of {} started in {:.3}s, {} calls, {} errors",
+                human(r.bytes),
+                r.seconds,
+                r.calls,
+                r.errors
+            );
+        }
+        Cmd::Collapse { name } => {
+            let r: MoveReport = serde_json::from_value(call(sock, &Request::Collapse { name: name.clone() }, t)?)?;
+            println!("{name}: collapsed {} into huge pages in {:.3}s, {} errors", human(r.bytes), r.seconds, r.errors);
+        }
+        Cmd::Explain { name } => {
+            let v: Vec<tierd::tenant::Decision> =
+                serde_json::from_value(call(sock, &Request::Explain { name: name.clone() }, t)?)?;
+            if v.is_empty() {
+                println!("no decisions about {name} yet");
+            }
+            for d in v {
+                println!("{}  {}", clock(d.time), d.message);
+            }
+        }
+        Cmd::Events => {
+            let v: Vec<Event> = serde_json::from_value(call(sock, &Request::Events, t)?)?;
+            for e in v {
+                let who = e.tenant.map(|t| format!(" [{t}]")).unwrap_or_default();
+                println!("{}  {:<8}{who} {}", clock(e.time), e.level, e.message);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rate(bytes: u64, secs: f64) -> String {
+    if secs <= 0.0 { "-".into() } else { human((bytes as f64 / secs) as u64) }
+}
+
+/// UTC wall-clock time of day for event lines.
+fn clock(t: f64) -> String {
+    let s = t as u64 % 86400;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+fn opt(b: Option<u64>) -> String {
+    b.map_or("-".into(), human)
+}
+
+fn print_status(s: &Status) {
+    println!(
+        "tierd {} (pid {}), policy {}, cgroup {} at {}",
+        s.version,
+        s.pid,
+        s.policy,
+        s.cgroup_version,
+        s.cgroup_path.display()
+    );
+    println!(
+        "DRAM   budget {}  used {}  free {}   active {} ({})",
+        human(s.dram_budget_bytes),
+        human(s.dram_used_bytes),
+        human(s.dram_free_bytes),
+        human(s.active_bytes),
+        s.active_health
+    );
+    println!(
+        "tier   {} via {} ({})  size {}  used {}  read {}/s  write {}/s  latency {}",
+        s.tier.path.display(),
+        s.tier.swap_path.display(),
+        s.tier.backing,
+        human(s.tier.size_bytes),
+        human(s.tier.used_bytes),
+        human(s.tier.read_bytes_per_sec as u64),
+        human(s.tier.write_bytes_per_sec as u64),
+        s.tier
+            .read_latency_us
+            .map_or("-".into(), |l| format!("{l:.0}µs ({})", s.tier.read_latency_health.as_deref().unwrap_or("?")))
+    );
+    println!(
+        "commit {} of {} (ratio 1:{}), overcommit {:.2}x   tierd cpu {:.1}%  rss {}",
+        human(s.committed_bytes),
+        human(s.capacity_bytes),
+        s.ratio,
+        s.overcommit,
+        s.tierd_cpu_percent,
+        human(s.tierd_rss_bytes)
+    );
+    println!();
+    println!(
+        "{:<16} {:<10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
+        "TENANT", "STATE", "PID", "SIZE", "DRAM", "TIER", "QUOTA", "ACTIVE", "MAJFLT/s"
+    );
+    for t in &s.tenants {
+        let state = match (t.state.as_str(), t.exit_code) {
+            ("exited", Some(c)) => format!("exit {c}"),
+            (s, _) => s.to_string(),
+        };
+        println!(
+            "{:<16} {:<10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9.0}",
+            t.name,
+            state,
+            t.pids.first().map_or("-".into(), |p| p.to_string()),
+            human(t.size_bytes),
+            human(t.dram_bytes),
+            human(t.tier_bytes),
+            opt(t.quota_bytes),
+            opt(t.active_bytes),
+            t.major_faults_per_sec
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_by_name_or_number() {
+        assert_eq!(signal_number("TERM").unwrap(), 15);
+        assert_eq!(signal_number("SIGKILL").unwrap(), 9);
+        assert_eq!(signal_number("9").unwrap(), 9);
+        assert!(signal_number("BOGUS").is_err());
+    }
+
+    #[test]
+    fn default_names_are_valid_and_unique() {
+        let n = default_name(&["/usr/bin/redis-server".into()], &["redis-server-1".into()]).unwrap();
+        assert_eq!(n.as_str(), "redis-server-2");
+        let n = default_name(&["./a b$c".into()], &[]).unwrap();
+        assert_eq!(n.as_str(), "abc-1");
+    }
+}

@@ -1,0 +1,159 @@
+//! `tierd`: the tiering daemon. Runs in the foreground; SIGTERM or Ctrl-C stops it
+//! cleanly (limits lifted, tier swapped off and removed, tenants left running).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Parser;
+use tierd::engine::Engine;
+use tierd_core::ByteSize;
+use tierd_core::config::{PolicyKind, RawConfig, SAMPLE_CONFIG, TierBacking};
+use tierd_sys::procfs::ProcFs;
+
+/// tierd makes an NVMe device a second tier of memory for unmodified processes:
+/// it keeps hot memory in DRAM, lets cold memory live on the tier, and shares DRAM
+/// between tenants by quota. Flags override the config file.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// TOML config file (see `--print-config` for a commented sample).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// DRAM all tenants may use together, e.g. 4G (default: half the host's memory).
+    #[arg(long)]
+    dram_budget: Option<ByteSize>,
+    /// Tier bytes per DRAM byte (default 1.0, i.e. 1:1).
+    #[arg(long)]
+    ratio: Option<f64>,
+    /// Tier device or file (default: tier.swap in the state directory).
+    #[arg(long)]
+    tier: Option<PathBuf>,
+    /// Size of a file tier (default: DRAM budget x ratio).
+    #[arg(long)]
+    tier_size: Option<ByteSize>,
+    /// How a file tier reaches swap: auto (loop device), file, loop.
+    #[arg(long, value_parser = parse_backing)]
+    tier_backing: Option<TierBacking>,
+    /// Take a tier device even if it holds a filesystem signature.
+    #[arg(long)]
+    force_tier: bool,
+    /// State directory (default /var/lib/tierd).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// API socket (default /run/tierd.sock).
+    #[arg(long, env = tierd::api::SOCKET_ENV)]
+    socket: Option<PathBuf>,
+    /// Placement policy: none (plain swap), static, tierd.
+    #[arg(long)]
+    policy: Option<PolicyKind>,
+    /// Control-loop interval, e.g. 10s.
+    #[arg(long)]
+    interval: Option<String>,
+    /// Name of tierd's cgroup subtree under its own cgroup.
+    #[arg(long)]
+    cgroup_name: Option<String>,
+    /// Print the commented sample config and exit.
+    #[arg(long)]
+    print_config: bool,
+    /// Validate the configuration, print it resolved, and exit.
+    #[arg(long)]
+    check: bool,
+}
+
+fn parse_backing(s: &str) -> Result<TierBacking, String> {
+    match s {
+        "auto" => Ok(TierBacking::Auto),
+        "file" => Ok(TierBacking::File),
+        "loop" => Ok(TierBacking::Loop),
+        _ => Err(format!("unknown tier backing `{s}`: choose auto, file or loop")),
+    }
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("tierd: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.print_config {
+        print!("{SAMPLE_CONFIG}");
+        return Ok(());
+    }
+    let mut raw = match &args.config {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
+            RawConfig::from_toml(&text).with_context(|| format!("in {}", path.display()))?
+        }
+        None => RawConfig::default(),
+    };
+    raw.dram_budget = args.dram_budget.or(raw.dram_budget);
+    raw.ratio = args.ratio.or(raw.ratio);
+    raw.policy = args.policy.or(raw.policy);
+    raw.interval = args.interval.or(raw.interval);
+    raw.state_dir = args.state_dir.or(raw.state_dir);
+    raw.socket = args.socket.or(raw.socket);
+    raw.cgroup_name = args.cgroup_name.or(raw.cgroup_name);
+    raw.tier.path = args.tier.or(raw.tier.path);
+    raw.tier.size = args.tier_size.or(raw.tier.size);
+    raw.tier.backing = args.tier_backing.unwrap_or(raw.tier.backing);
+    raw.tier.force |= args.force_tier;
+    let host = ProcFs::new("/proc").mem_total().unwrap_or(0);
+    let cfg = raw.validate(host)?;
+    if args.check {
+        println!("{}", serde_json::to_string_pretty(&cfg)?);
+        return Ok(());
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    // Bind before setting up the tier so a second tierd fails before touching anything.
+    let listener = tierd::server::bind(&cfg.socket)?;
+    let socket = cfg.socket.clone();
+    let interval = cfg.interval;
+    let engine = match Engine::start(cfg, true) {
+        Ok(e) => Arc::new(Mutex::new(e)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&socket);
+            return Err(e);
+        }
+    };
+    {
+        let e = engine.lock().unwrap_or_else(|p| p.into_inner());
+        eprintln!(
+            "tierd: running, policy {}, DRAM budget {}, ratio {}, interval {}, socket {}",
+            e.cfg.policy,
+            tierd_core::size::human(e.cfg.dram_budget),
+            e.cfg.ratio,
+            humantime::format_duration(interval),
+            socket.display()
+        );
+    }
+    let served = Arc::clone(&engine);
+    std::thread::spawn(move || tierd::server::serve(listener, served));
+
+    let mut next = Instant::now() + interval;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() >= next {
+            engine.lock().unwrap_or_else(|p| p.into_inner()).tick();
+            next += interval;
+            if next < Instant::now() {
+                next = Instant::now() + interval;
+            }
+        }
+    }
+    eprintln!("tierd: stopping");
+    engine.lock().unwrap_or_else(|p| p.into_inner()).shutdown();
+    let _ = std::fs::remove_file(&socket);
+    eprintln!("tierd: stopped");
+    Ok(())
+}

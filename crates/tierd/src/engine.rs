@@ -1,0 +1,874 @@
+//! The engine: tierd's state and its control loop.
+//!
+//! Each interval it reaps exited tenants, measures every tenant and the tier, asks the
+//! configured policy for a plan (a pure function of the snapshot) and carries the plan
+//! out: cgroup limits through the memory controller, page moves through the movers.
+//! API requests run against the same state between intervals.
+//!
+//! Cgroup layout, all under the cgroup tierd runs in:
+//! `<name>/tenants` (the group: one limit over all tenants) with `<name>/tenants/<tenant>`
+//! (a tenant's quota) below it, and `<name>/detached/<tenant>` for detached processes.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, anyhow, bail};
+use tierd_core::TenantName;
+use tierd_core::admission::{Capacity, Claim, admit};
+use tierd_core::config::Config;
+use tierd_core::health;
+use tierd_core::plan::Plan;
+use tierd_core::policy;
+use tierd_core::size::human;
+use tierd_core::snapshot::{Snapshot, TenantView, TierView};
+use tierd_core::tenant::TenantSpec;
+use tierd_sys::cgroup::{self, MemoryController};
+use tierd_sys::madvise::Pidfd;
+use tierd_sys::procfs::ProcFs;
+
+use crate::api::{MoveReport, Status, TenantStatus, TierStatus};
+use crate::events::{Events, now_secs};
+use crate::mover;
+use crate::state::{SavedState, SavedTenant};
+use crate::tenant::{Life, Tenant, exit_code};
+use crate::tier::Tier;
+
+/// Quota changes smaller than this are not written (they would only churn the cgroup).
+const QUOTA_SLACK: u64 = 1 << 20;
+
+/// Counters sampled each interval to turn totals into rates.
+#[derive(Debug, Clone, Copy)]
+struct IoSample {
+    at: Instant,
+    pswpin: u64,
+    pswpout: u64,
+    disk: Option<tierd_sys::procfs::DiskStats>,
+    self_cpu_ticks: u64,
+}
+
+/// tierd's running state.
+pub struct Engine {
+    pub cfg: Config,
+    proc: ProcFs,
+
+    cg: Box<dyn MemoryController>,
+    tier: Option<Tier>,
+    tenants: BTreeMap<TenantName, Tenant>,
+    pub events: Events,
+    group_limit: Option<u64>,
+    io_prev: Option<IoSample>,
+    tier_view: TierView,
+    self_cpu_percent: f64,
+    _lock: File,
+}
+
+impl Engine {
+    fn root_rel(&self) -> String {
+        self.cfg.cgroup_name.clone()
+    }
+
+    fn group_rel(&self) -> String {
+        format!("{}/tenants", self.cfg.cgroup_name)
+    }
+
+    fn tenant_rel(&self, name: &TenantName) -> String {
+        format!("{}/tenants/{}", self.cfg.cgroup_name, name)
+    }
+
+    fn detached_rel(&self) -> String {
+        format!("{}/detached", self.cfg.cgroup_name)
+    }
+
+    /// Starts tierd: state directory, cgroup subtree, tier, and re-adoption of the
+    /// tenants an earlier run left behind.
+    pub fn start(cfg: Config, echo: bool) -> anyhow::Result<Engine> {
+        let proc = ProcFs::new("/proc");
+        let sys = PathBuf::from("/sys");
+        create_private_dir(&cfg.state_dir)?;
+        create_private_dir(&cfg.state_dir.join("tenants"))?;
+        let lock_path = cfg.state_dir.join("lock");
+        let lock = File::create(&lock_path).with_context(|| format!("{}", lock_path.display()))?;
+        if lock.try_lock().is_err() {
+            bail!(
+                "another tierd is using the state directory {}; stop it or pick another --state-dir",
+                cfg.state_dir.display()
+            );
+        }
+        let saved = SavedState::load(&cfg.state_dir)?;
+        let cg = cgroup::detect(Path::new("/"), &proc).context("finding the memory cgroup controller")?;
+        let mut events = Events::default();
+        events.echo = echo;
+
+        let tier = Tier::setup(&cfg.tier, cfg.dram_budget, cfg.ratio, saved.tier.as_ref(), &proc, &sys)?;
+        let (size, _) = tier.usage(&proc);
+        events.info(
+            None,
+            format!(
+                "tier {} ready: {} on {} ({:?}), swap priority {}",
+                tier.record.path.display(),
+                human(size),
+                tier.record.swap_path.display(),
+                tier.record.backing,
+                tier.record.priority
+            ),
+        );
+
+        let mut engine = Engine {
+            cfg,
+            proc,
+
+            cg,
+            tier: Some(tier),
+            tenants: BTreeMap::new(),
+            events,
+            group_limit: None,
+            io_prev: None,
+            tier_view: TierView::default(),
+            self_cpu_percent: 0.0,
+            _lock: lock,
+        };
+        let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
+        let subtree = [engine.root_rel(), engine.group_rel(), engine.detached_rel()];
+        for rel in &subtree {
+            if let Err(e) = engine.cg.create(rel) {
+                // Leave no tier behind if tierd cannot manage cgroups.
+                if let Some(t) = engine.tier.take() {
+                    let _ = t.teardown();
+                }
+                return Err(anyhow!(e).context(format!("creating cgroup {rel} under {}", engine.cg.base().display())));
+            }
+        }
+        engine.readopt(saved.tenants);
+        engine.save_with(saved_tier);
+        engine.tick();
+        Ok(engine)
+    }
+
+    /// Re-adopts the tenants of an earlier run (their cgroups survived it).
+    fn readopt(&mut self, saved: Vec<SavedTenant>) {
+        let mut known: Vec<String> = Vec::new();
+        for s in saved {
+            known.push(s.spec.name.to_string());
+            let mut t = Tenant::new(s.spec, s.argv);
+            t.life = s.life;
+            let name = t.spec.name.clone();
+            if t.is_running() {
+                let rel = self.tenant_rel(&name);
+                let pids = self.cg.procs(&rel).unwrap_or_default();
+                t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
+                if t.procs.is_empty() {
+                    t.life = Life::Exited { code: None };
+                    let _ = self.cg.remove(&rel);
+                    self.events.info(Some(name.as_str()), "exited while tierd was down (exit code unknown)");
+                } else {
+                    self.events.info(Some(name.as_str()), format!("re-adopted, pids {:?}", t.pids()));
+                }
+            }
+            self.tenants.insert(name, t);
+        }
+        // Tenant cgroups without a saved record (state lost): adopt them as they are.
+        for child in self.cg.children(&self.group_rel()).unwrap_or_default() {
+            if known.contains(&child) {
+                continue;
+            }
+            let Ok(name) = TenantName::new(&child) else { continue };
+            let rel = self.tenant_rel(&name);
+            let pids = self.cg.procs(&rel).unwrap_or_default();
+            if pids.is_empty() {
+                let _ = self.cg.remove(&rel);
+                continue;
+            }
+            let mut t = Tenant::new(TenantSpec::new(name.clone()), Vec::new());
+            t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
+            self.events.warn(
+                Some(name.as_str()),
+                format!("found a tenant cgroup without saved settings; adopted with defaults, pids {:?}", t.pids()),
+            );
+            self.tenants.insert(name, t);
+        }
+    }
+
+    fn save_with(&mut self, tier: Option<crate::tier::TierRecord>) {
+        let state = SavedState {
+            tier,
+            tenants: self
+                .tenants
+                .values()
+                .map(|t| SavedTenant { spec: t.spec.clone(), argv: t.argv.clone(), life: t.life.clone() })
+                .collect(),
+        };
+        if let Err(e) = state.save(&self.cfg.state_dir) {
+            self.events.warn(None, format!("cannot save state in {}: {e}", self.cfg.state_dir.display()));
+        }
+    }
+
+    fn save(&mut self) {
+        let tier = self.tier.as_ref().map(|t| t.record.clone());
+        self.save_with(tier);
+    }
+
+    /// One pass of the control loop.
+    pub fn tick(&mut self) {
+        self.reap();
+        self.measure();
+        self.sample_io();
+        let snap = self.snapshot();
+        let plan = policy::plan(self.cfg.policy, &snap);
+        self.enforce(&plan);
+    }
+
+    /// Updates each tenant's processes and notices exits.
+    fn reap(&mut self) {
+        let names: Vec<TenantName> = self.tenants.keys().cloned().collect();
+        let mut changed = false;
+        for name in names {
+            let rel = self.tenant_rel(&name);
+            let pids = self.cg.procs(&rel).unwrap_or_default();
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            if let Some(child) = t.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                t.child = None;
+                t.life = Life::Exited { code: exit_code(status) };
+            }
+            if matches!(t.life, Life::Exited { .. }) && pids.is_empty() && t.procs.is_empty() {
+                continue;
+            }
+            t.procs.retain(|p| pids.contains(&p.pid()) && !p.has_exited());
+            for pid in pids {
+                if !t.procs.iter().any(|p| p.pid() == pid)
+                    && let Ok(fd) = Pidfd::open(pid)
+                {
+                    t.procs.push(fd);
+                }
+            }
+            if t.procs.is_empty() {
+                if t.is_running() {
+                    t.life = Life::Exited { code: None };
+                }
+                if let Some(mut child) = t.child.take()
+                    && let Ok(status) = child.wait()
+                {
+                    t.life = Life::Exited { code: exit_code(status) };
+                }
+                t.quota = None;
+                let code = match &t.life {
+                    Life::Exited { code: Some(c) } => format!("exit code {c}"),
+                    _ => "exit code unknown".into(),
+                };
+                if let Err(e) = self.cg.remove(&rel) {
+                    self.events.warn(Some(name.as_str()), format!("cannot remove cgroup {rel}: {e}"));
+                }
+                self.events.info(Some(name.as_str()), format!("exited ({code}); its cgroup is removed"));
+                changed = true;
+            }
+        }
+        // Detached processes that ended leave empty cgroups behind.
+        let detached = self.detached_rel();
+        for child in self.cg.children(&detached).unwrap_or_default() {
+            let rel = format!("{detached}/{child}");
+            if self.cg.procs(&rel).map(|p| p.is_empty()).unwrap_or(false) {
+                let _ = self.cg.remove(&rel);
+            }
+        }
+        if changed {
+            self.save();
+        }
+    }
+
+    /// Measures every running tenant.
+    fn measure(&mut self) {
+        let now = Instant::now();
+        let names: Vec<TenantName> = self.tenants.keys().cloned().collect();
+        for name in names {
+            let rel = self.tenant_rel(&name);
+            let stats = self.cg.stats(&rel);
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            if !t.is_running() {
+                continue;
+            }
+            let mut footprint = 0;
+            let mut swapped = 0;
+            let mut pinned = 0;
+            for p in &t.procs {
+                if let Ok(m) = self.proc.memory(p.pid()) {
+                    footprint += m.rss_anon + m.swap;
+                    swapped += m.swap;
+                    pinned += m.locked + m.hugetlb;
+                }
+            }
+            let Ok(stats) = stats else {
+                t.count_error("cgroup stats");
+                continue;
+            };
+            let prev = t.measure;
+            let rate = match prev.at {
+                Some(at) if now > at => {
+                    stats.major_faults.saturating_sub(prev.major_faults) as f64 / (now - at).as_secs_f64()
+                }
+                _ => 0.0,
+            };
+            t.measure = crate::tenant::Measure {
+                at: Some(now),
+                footprint,
+                dram: stats.usage,
+                tier: stats.swap.max(swapped),
+                huge: stats.anon_huge,
+                pinned,
+                major_faults: stats.major_faults,
+                major_faults_per_sec: rate,
+            };
+        }
+    }
+
+    /// Tier traffic and latency, and tierd's own CPU, from counters since last time.
+    fn sample_io(&mut self) {
+        let now = Instant::now();
+        let vm = self.proc.vmstat().unwrap_or_default();
+        let disk = self.tier.as_ref().and_then(|t| t.disk.clone()).and_then(|d| self.proc.diskstats(&d).ok().flatten());
+        let cpu = self.proc.cpu_ticks(std::process::id()).unwrap_or(0);
+        let cur = IoSample {
+            at: now,
+            pswpin: vm.get("pswpin").copied().unwrap_or(0),
+            pswpout: vm.get("pswpout").copied().unwrap_or(0),
+            disk,
+            self_cpu_ticks: cpu,
+        };
+        let (size, used) = self.tier.as_ref().map(|t| t.usage(&self.proc)).unwrap_or((0, 0));
+        let mut view = TierView { size_bytes: size, used_bytes: used, ..TierView::default() };
+        if let Some(prev) = self.io_prev {
+            let dt = (now - prev.at).as_secs_f64().max(1e-3);
+            view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;
+            view.write_bytes_per_sec = cur.pswpout.saturating_sub(prev.pswpout) as f64 * 4096.0 / dt;
+            if let (Some(a), Some(b)) = (prev.disk, cur.disk) {
+                let reads = b.reads.saturating_sub(a.reads);
+                if reads > 0 {
+                    view.read_latency_us = Some(b.read_ms.saturating_sub(a.read_ms) as f64 * 1000.0 / reads as f64);
+                }
+                view.utilization = (b.io_ms.saturating_sub(a.io_ms) as f64 / (dt * 1000.0)).min(1.0);
+            }
+            let hz = tierd_sys::process::clock_ticks_per_sec() as f64;
+            self.self_cpu_percent = cur.self_cpu_ticks.saturating_sub(prev.self_cpu_ticks) as f64 / hz / dt * 100.0;
+        }
+        self.tier_view = view;
+        self.io_prev = Some(cur);
+    }
+
+    /// The snapshot the policy plans from.
+    pub fn snapshot(&self) -> Snapshot {
+        let tenants = self
+            .tenants
+            .values()
+            .filter(|t| t.is_running())
+            .map(|t| TenantView {
+                spec: t.spec.clone(),
+                footprint: t.measure.footprint,
+                dram: t.measure.dram,
+                tier: t.measure.tier,
+                pinned: t.measure.pinned,
+                quota: t.quota,
+                activeness: None,
+                tier_faults_per_sec: t.measure.major_faults_per_sec,
+                tier_faults_per_sec_avg: 0.0,
+                woke_secs_ago: None,
+                regions: Vec::new(),
+            })
+            .collect();
+        Snapshot {
+            dram_budget: self.cfg.dram_budget,
+            ratio: self.cfg.ratio,
+            interval_secs: self.cfg.interval.as_secs_f64(),
+            tier: self.tier_view,
+            tenants,
+        }
+    }
+
+    /// Carries out a plan: the group limit, then quotas (lowered ones first, so the
+    /// group never needs more than it has), then page moves.
+    fn enforce(&mut self, plan: &Plan) {
+        if plan.group_limit != self.group_limit {
+            match self.cg.set_limit(&self.group_rel(), plan.group_limit) {
+                Ok(()) => self.group_limit = plan.group_limit,
+                Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
+            }
+        }
+        for note in &plan.notes {
+            self.events.decision(None, note.clone());
+        }
+        let mut order: Vec<&tierd_core::plan::TenantPlan> = plan.tenants.iter().collect();
+        order.sort_by_key(|p| {
+            p.quota.unwrap_or(u64::MAX) as i128
+                - self.tenants.get(&p.name).and_then(|t| t.quota).unwrap_or(u64::MAX) as i128
+        });
+        let now = now_secs();
+        for tp in order {
+            let rel = self.tenant_rel(&tp.name);
+            let Some(t) = self.tenants.get_mut(&tp.name) else { continue };
+            if !t.is_running() {
+                continue;
+            }
+            let changed = match (t.quota, tp.quota) {
+                (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
+                (a, b) => a != b,
+            };
+            if changed {
+                match self.cg.set_limit(&rel, tp.quota) {
+                    Ok(()) => {
+                        let msg = format!("quota {} → {}: {}", show_quota(t.quota), show_quota(tp.quota), tp.reason);
+                        t.quota = tp.quota;
+                        t.reason = tp.reason.clone();
+                        t.decide(now, msg.clone());
+                        self.events.decision(Some(tp.name.as_str()), msg);
+                    }
+                    Err(e) => {
+                        t.count_error("cgroup limit");
+                        self.events
+                            .warn(Some(tp.name.as_str()), format!("cannot set quota {}: {e}", show_quota(tp.quota)));
+                    }
+                }
+            } else {
+                t.reason = tp.reason.clone();
+            }
+            for (advice, ranges) in [("demote", &tp.demote), ("prefetch", &tp.prefetch), ("collapse", &tp.collapse)] {
+                for p in &t.procs {
+                    let mine: Vec<(u64, u64)> =
+                        ranges.iter().filter(|r| r.pid == p.pid()).map(|r| (r.start, r.len)).collect();
+                    if mine.is_empty() {
+                        continue;
+                    }
+                    let moved = match advice {
+                        "demote" => mover::demote_ranges(p, &mine),
+                        "prefetch" => mover::prefetch_ranges(&self.proc, p, &mine),
+                        _ => mover::Moved {
+                            advise: p.advise(tierd_sys::madvise::Advice::Collapse, &mine),
+                            bytes: 0,
+                            scan_errors: 0,
+                        },
+                    };
+                    if moved.advise.errors > 0 {
+                        *t.errors.entry(format!("process_madvise {advice}")).or_insert(0) += moved.advise.errors;
+                    }
+                }
+            }
+        }
+    }
+
+    fn capacity(&self) -> Capacity {
+        let tier_size = self.tier.as_ref().map(|t| t.usage(&self.proc).0).unwrap_or(0);
+        Capacity { dram_budget: self.cfg.dram_budget, ratio: self.cfg.ratio, tier_size }
+    }
+
+    fn claims(&self) -> Vec<Claim> {
+        self.tenants
+            .values()
+            .filter(|t| t.is_running())
+            .map(|t| Claim {
+                size: t.spec.size.unwrap_or(0).max(t.measure.footprint),
+                reserve: t.spec.reserve,
+                pinned: t.measure.pinned,
+            })
+            .collect()
+    }
+
+    fn check_new(&self, spec: &TenantSpec, footprint: u64, pinned: u64) -> anyhow::Result<()> {
+        spec.validate()?;
+        if let Some(t) = self.tenants.get(&spec.name) {
+            if t.is_running() {
+                bail!("a tenant named {} already runs; pick another --name", spec.name);
+            }
+            bail!("tenant {} has exited but is still listed; `tierctl rm {}` first", spec.name, spec.name);
+        }
+        let claim = Claim { size: spec.size.unwrap_or(0).max(footprint), reserve: spec.reserve, pinned };
+        admit(&self.capacity(), &self.claims(), spec.name.as_str(), claim)?;
+        Ok(())
+    }
+
+    /// Creates a tenant's cgroup with the quota the policy would give it.
+    fn prepare_cgroup(&mut self, spec: &TenantSpec, footprint: u64) -> anyhow::Result<(String, Option<u64>)> {
+        let rel = self.tenant_rel(&spec.name);
+        self.cg.create(&rel).with_context(|| format!("creating cgroup {rel}"))?;
+        let mut snap = self.snapshot();
+        snap.tenants.push(TenantView {
+            spec: spec.clone(),
+            footprint,
+            dram: footprint,
+            tier: 0,
+            pinned: 0,
+            quota: None,
+            activeness: None,
+            tier_faults_per_sec: 0.0,
+            tier_faults_per_sec_avg: 0.0,
+            woke_secs_ago: None,
+            regions: Vec::new(),
+        });
+        let quota = policy::plan(self.cfg.policy, &snap).tenant(spec.name.as_str()).and_then(|p| p.quota);
+        if let Err(e) = self.cg.set_limit(&rel, quota) {
+            let _ = self.cg.remove(&rel);
+            return Err(anyhow!(e).context("setting the new tenant's quota"));
+        }
+        Ok((rel, quota))
+    }
+
+    /// Starts `argv` as a new tenant; returns its PID once it runs.
+    pub fn run(&mut self, spec: TenantSpec, argv: Vec<String>, cwd: Option<PathBuf>) -> anyhow::Result<u32> {
+        if argv.is_empty() {
+            bail!("no command given: tierctl run [OPTIONS] -- COMMAND [ARGS...]");
+        }
+        self.check_new(&spec, 0, 0)?;
+        let (rel, quota) = self.prepare_cgroup(&spec, 0)?;
+        let logs = self.cfg.state_dir.join("tenants").join(spec.name.as_str());
+        let spawned = (|| -> anyhow::Result<std::process::Child> {
+            std::fs::create_dir_all(&logs)?;
+            let stdout = File::create(logs.join("stdout"))?;
+            let stderr = File::create(logs.join("stderr"))?;
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+            cmd.current_dir(cwd.clone().unwrap_or_else(|| PathBuf::from("/")));
+            let procs = self.cg.procs_file(&rel)?;
+            tierd_sys::process::spawn_in_cgroup(&mut cmd, &procs).with_context(|| format!("cannot start `{}`", argv[0]))
+        })();
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = self.cg.remove(&rel);
+                return Err(e);
+            }
+        };
+        let pid = child.id();
+        let mut t = Tenant::new(spec, argv.clone());
+        t.procs = Pidfd::open(pid).into_iter().collect();
+        t.child = Some(child);
+        t.quota = quota;
+        let name = t.spec.name.clone();
+        let msg = format!(
+            "started `{}` as pid {pid}, quota {}; output in {}",
+            argv.join(" "),
+            show_quota(quota),
+            logs.display()
+        );
+        t.decide(now_secs(), msg.clone());
+        self.tenants.insert(name.clone(), t);
+        self.events.info(Some(name.as_str()), msg);
+        self.save();
+        Ok(pid)
+    }
+
+    /// Adopts a running process that lives in tierd's cgroup or below it.
+    pub fn attach(&mut self, spec: TenantSpec, pid: u32) -> anyhow::Result<()> {
+        if !self.proc.exists(pid) {
+            bail!("no process with PID {pid}");
+        }
+        if pid == std::process::id() {
+            bail!("PID {pid} is tierd itself");
+        }
+        if let Some((name, _)) = self.tenants.iter().find(|(_, t)| t.pids().contains(&pid)) {
+            bail!("PID {pid} already belongs to tenant {name}");
+        }
+        if !self.cg.contains_pid(&self.proc, pid)? {
+            let theirs = self.proc.memory_cgroup(Some(pid)).unwrap_or_else(|_| "?".into());
+            bail!(
+                "PID {pid} lives in memory cgroup {theirs}, outside tierd's own cgroup {}; tierd only adopts processes in its \
+                 own subtree (start the program with `tierctl run`, or from tierd's cgroup)",
+                self.cg.base().display()
+            );
+        }
+        let m = self.proc.memory(pid)?;
+        self.check_new(&spec, m.rss_anon + m.swap, m.locked + m.hugetlb)?;
+        let (rel, quota) = self.prepare_cgroup(&spec, m.rss_anon + m.swap)?;
+        if let Err(e) = self.cg.add_proc(&rel, pid) {
+            let _ = self.cg.remove(&rel);
+            return Err(anyhow!(e).context(format!("moving PID {pid} into {rel}")));
+        }
+        let argv = self.proc.cmdline(pid).unwrap_or_default();
+        let mut t = Tenant::new(spec, argv);
+        t.procs = Pidfd::open(pid).into_iter().collect();
+        t.quota = quota;
+        let name = t.spec.name.clone();
+        let msg = format!("attached pid {pid}, quota {}", show_quota(quota));
+        t.decide(now_secs(), msg.clone());
+        self.tenants.insert(name.clone(), t);
+        self.events.info(Some(name.as_str()), msg);
+        self.save();
+        Ok(())
+    }
+
+    fn running(&mut self, name: &TenantName) -> anyhow::Result<&mut Tenant> {
+        match self.tenants.get_mut(name) {
+            Some(t) if t.is_running() => Ok(t),
+            Some(_) => bail!("tenant {name} has exited"),
+            None => bail!("no tenant named {name} (see `tierctl status`)"),
+        }
+    }
+
+    /// Stops managing a tenant: its processes move to an unlimited cgroup and keep running.
+    pub fn detach(&mut self, name: &TenantName) -> anyhow::Result<Vec<u32>> {
+        let pids = self.running(name)?.pids();
+        let rel = format!("{}/{}", self.detached_rel(), name);
+        self.cg.create(&rel)?;
+        for &pid in &pids {
+            self.cg.add_proc(&rel, pid).with_context(|| format!("moving PID {pid} out of tenant {name}"))?;
+        }
+        let _ = self.cg.remove(&self.tenant_rel(name));
+        self.tenants.remove(name);
+        self.events.info(Some(name.as_str()), format!("detached; pids {pids:?} run on without limits"));
+        self.save();
+        Ok(pids)
+    }
+
+    /// Forgets an exited tenant.
+    pub fn remove(&mut self, name: &TenantName) -> anyhow::Result<()> {
+        match self.tenants.get(name) {
+            None => bail!("no tenant named {name}"),
+            Some(t) if t.is_running() => {
+                bail!("tenant {name} is still running; `tierctl stop {name}` or `tierctl detach {name}` first")
+            }
+            Some(_) => {}
+        }
+        self.tenants.remove(name);
+        let _ = std::fs::remove_dir_all(self.cfg.state_dir.join("tenants").join(name.as_str()));
+        self.events.info(Some(name.as_str()), "removed");
+        self.save();
+        Ok(())
+    }
+
+    /// Sends `signal` to every process of a tenant.
+    pub fn stop(&mut self, name: &TenantName, signal: i32) -> anyhow::Result<Vec<u32>> {
+        let pids = self.running(name)?.pids();
+        for &pid in &pids {
+            tierd_sys::process::kill(pid, signal).with_context(|| format!("signalling PID {pid}"))?;
+        }
+        self.events.info(Some(name.as_str()), format!("sent signal {signal} to pids {pids:?}"));
+        Ok(pids)
+    }
+
+    /// Pages a tenant's resident memory out to the tier, then frees the swap cache.
+    pub fn demote(&mut self, name: &TenantName, bytes: Option<u64>) -> anyhow::Result<MoveReport> {
+        let rel = self.tenant_rel(name);
+        let proc = self.proc.clone();
+        let t = self.running(name)?;
+        let start = Instant::now();
+        let mut total = mover::Moved::default();
+        let mut left = bytes.unwrap_or(u64::MAX);
+        for p in &t.procs {
+            let m = mover::demote(&proc, p, left);
+            left = left.saturating_sub(m.bytes);
+            total.add(m);
+        }
+        t.count_advise("process_madvise MADV_PAGEOUT", &total.advise);
+        if total.scan_errors > 0 {
+            *t.errors.entry("PAGEMAP_SCAN".into()).or_insert(0) += total.scan_errors;
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let reclaim_start = Instant::now();
+        let freed = match self.cg.reclaim(&rel, total.bytes) {
+            Ok(f) => f,
+            Err(e) => {
+                self.events.warn(Some(name.as_str()), format!("demoted pages stay in the swap cache: {e}"));
+                0
+            }
+        };
+        let report = MoveReport {
+            bytes: total.bytes,
+            freed_bytes: freed,
+            seconds,
+            reclaim_seconds: reclaim_start.elapsed().as_secs_f64(),
+            calls: total.advise.calls,
+            errors: total.advise.errors,
+        };
+        self.events.info(
+            Some(name.as_str()),
+            format!(
+                "demoted {} in {:.3}s, then freed {} of DRAM in {:.3}s",
+                human(report.bytes),
+                report.seconds,
+                human(freed),
+                report.reclaim_seconds
+            ),
+        );
+        Ok(report)
+    }
+
+    /// Starts reading a tenant's swapped memory back (`MADV_WILLNEED`): at most
+    /// `bytes`, and by default what its quota has room for (more would only be
+    /// pushed out again).
+    pub fn prefetch(&mut self, name: &TenantName, bytes: Option<u64>) -> anyhow::Result<MoveReport> {
+        let t = self.running(name)?;
+        let room = t.quota.map_or(u64::MAX, |q| q.saturating_sub(t.measure.dram));
+        self.move_all(name, "prefetch", bytes.unwrap_or(room), mover::prefetch, "process_madvise MADV_WILLNEED")
+    }
+
+    /// Rebuilds a tenant's huge pages (`MADV_COLLAPSE`).
+    pub fn collapse(&mut self, name: &TenantName) -> anyhow::Result<MoveReport> {
+        self.move_all(name, "collapse", u64::MAX, mover::collapse, "process_madvise MADV_COLLAPSE")
+    }
+
+    fn move_all(
+        &mut self,
+        name: &TenantName,
+        what: &str,
+        limit: u64,
+        f: fn(&ProcFs, &Pidfd, u64) -> mover::Moved,
+        op: &str,
+    ) -> anyhow::Result<MoveReport> {
+        let proc = self.proc.clone();
+        let t = self.running(name)?;
+        let start = Instant::now();
+        let mut total = mover::Moved::default();
+        for p in &t.procs {
+            total.add(f(&proc, p, limit.saturating_sub(total.bytes)));
+        }
+        t.count_advise(op, &total.advise);
+        let report = MoveReport {
+            bytes: total.bytes,
+            freed_bytes: 0,
+            reclaim_seconds: 0.0,
+            seconds: start.elapsed().as_secs_f64(),
+            calls: total.advise.calls,
+            errors: total.advise.errors,
+        };
+        self.events.info(Some(name.as_str()), format!("{what}: {} in {:.3}s", human(report.bytes), report.seconds));
+        Ok(report)
+    }
+
+    /// Recent decisions about a tenant.
+    pub fn explain(&self, name: &TenantName) -> anyhow::Result<Vec<crate::tenant::Decision>> {
+        let t = self.tenants.get(name).ok_or_else(|| anyhow!("no tenant named {name}"))?;
+        Ok(t.decisions.iter().cloned().collect())
+    }
+
+    /// The status the API serves.
+    pub fn status(&mut self) -> Status {
+        self.reap();
+        let group = self.cg.stats(&self.group_rel()).unwrap_or_default();
+        let snap = self.snapshot();
+        let cap = self.capacity();
+        let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.active_bytes)).sum();
+        let tier = self.tier.as_ref().map(|t| TierStatus {
+            path: t.record.path.clone(),
+            swap_path: t.record.swap_path.clone(),
+            backing: format!("{:?}", t.record.backing).to_lowercase(),
+            size_bytes: self.tier_view.size_bytes,
+            used_bytes: self.tier_view.used_bytes,
+            read_bytes_per_sec: self.tier_view.read_bytes_per_sec,
+            write_bytes_per_sec: self.tier_view.write_bytes_per_sec,
+            read_latency_us: self.tier_view.read_latency_us,
+            read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
+        });
+        let tenants = self
+            .tenants
+            .values()
+            .map(|t| TenantStatus {
+                name: t.spec.name.to_string(),
+                state: if t.is_running() { "running".into() } else { "exited".into() },
+                exit_code: match t.life {
+                    Life::Exited { code } => code,
+                    Life::Running => None,
+                },
+                pids: t.pids(),
+                command: t.argv.clone(),
+                size_bytes: t.measure.footprint,
+                declared_size_bytes: t.spec.size,
+                dram_bytes: if t.is_running() { t.measure.dram } else { 0 },
+                tier_bytes: if t.is_running() { t.measure.tier } else { 0 },
+                huge_bytes: t.measure.huge,
+                pinned_bytes: t.measure.pinned,
+                quota_bytes: t.quota,
+                reserve_bytes: t.spec.reserve,
+                limit_bytes: t.spec.limit,
+                shares: t.spec.shares,
+                active_bytes: None,
+                active_ci_bytes: None,
+                major_faults: t.measure.major_faults,
+                major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
+                reason: t.reason.clone(),
+                errors: t.errors.clone(),
+                vm: t.spec.vm,
+            })
+            .collect();
+        Status {
+            version: env!("CARGO_PKG_VERSION").into(),
+            pid: std::process::id(),
+            policy: self.cfg.policy.to_string(),
+            cgroup_version: format!("{:?}", self.cg.version()).to_lowercase(),
+            cgroup_path: self.cg.base().join(self.root_rel()),
+            dram_budget_bytes: self.cfg.dram_budget,
+            dram_used_bytes: group.usage,
+            dram_free_bytes: self.cfg.dram_budget.saturating_sub(group.usage),
+            ratio: self.cfg.ratio,
+            capacity_bytes: cap.total(),
+            committed_bytes: snap.committed_bytes(),
+            overcommit: snap.overcommit(),
+            active_bytes: active,
+            active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
+            tier: tier.unwrap_or_default(),
+            tierd_cpu_percent: self.self_cpu_percent,
+            tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
+            tenants,
+        }
+    }
+
+    /// Clean shutdown: lift every limit (so no tenant can be squeezed while its pages
+    /// come back), turn the tier off and remove it, and remove empty cgroups. Running
+    /// tenants keep running, with all their memory, and are re-adopted by the next tierd.
+    pub fn shutdown(&mut self) {
+        let running: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        for name in &running {
+            let rel = self.tenant_rel(name);
+            if let Err(e) = self.cg.set_limit(&rel, None) {
+                self.events.warn(Some(name.as_str()), format!("cannot lift quota: {e}"));
+            }
+            if let Some(t) = self.tenants.get_mut(name) {
+                t.quota = None;
+            }
+        }
+        let _ = self.cg.set_limit(&self.group_rel(), None);
+        self.group_limit = None;
+        if let Some(tier) = self.tier.take() {
+            let (_, used) = tier.usage(&self.proc);
+            match tier.teardown() {
+                Ok(()) => self.events.info(
+                    None,
+                    format!("tier {} removed ({} read back into DRAM)", tier.record.path.display(), human(used)),
+                ),
+                Err(e) => {
+                    self.events.warn(None, format!("tier left active: {e}"));
+                    self.tier = Some(tier);
+                }
+            }
+        }
+        for (name, t) in &self.tenants {
+            if !t.is_running() {
+                let _ = self.cg.remove(&self.tenant_rel(name));
+            }
+        }
+        let detached = self.detached_rel();
+        for child in self.cg.children(&detached).unwrap_or_default() {
+            let _ = self.cg.remove(&format!("{detached}/{child}"));
+        }
+        if running.is_empty() && self.tier.is_none() {
+            for rel in [self.detached_rel(), self.group_rel(), self.root_rel()] {
+                if let Err(e) = self.cg.remove(&rel) {
+                    self.events.warn(None, format!("cannot remove cgroup {rel}: {e}"));
+                }
+            }
+        }
+        self.save();
+    }
+}
+
+fn show_quota(q: Option<u64>) -> String {
+    q.map_or("unlimited".to_string(), human)
+}
+
+fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}

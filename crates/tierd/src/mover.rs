@@ -1,0 +1,170 @@
+//! The movers: demote, prefetch and collapse a tenant's memory from outside it.
+//!
+//! Each reads the process's page state with `PAGEMAP_SCAN` first so it only sends the
+//! ranges that need work (present pages to demote, swapped pages to prefetch, small
+//! pages to collapse), then calls `process_madvise` in batches.
+
+use std::time::Instant;
+
+use tierd_sys::madvise::{Advice, AdviseResult, Pidfd};
+use tierd_sys::pagemap::{PAGE_IS_HUGE, PAGE_IS_PRESENT, PAGE_IS_SWAPPED, PageRegion, Pagemap};
+use tierd_sys::procfs::ProcFs;
+
+pub const HUGE: u64 = 2 << 20;
+
+/// The outcome of one mover pass over one process.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Moved {
+    pub advise: AdviseResult,
+    /// Bytes of pages that were asked to move (present for demotion, swapped for prefetch).
+    pub bytes: u64,
+    pub scan_errors: u64,
+}
+
+impl Moved {
+    pub fn add(&mut self, o: Moved) {
+        self.bytes += o.bytes;
+        self.scan_errors += o.scan_errors;
+        self.advise.bytes += o.advise.bytes;
+        self.advise.calls += o.advise.calls;
+        self.advise.errors += o.advise.errors;
+        self.advise.last_errno = o.advise.last_errno.or(self.advise.last_errno);
+    }
+}
+
+/// Private anonymous ranges of a process: the memory that can live on the tier.
+pub fn anon_ranges(proc: &ProcFs, pid: u32) -> Vec<(u64, u64)> {
+    proc.maps(pid)
+        .map(|m| m.into_iter().filter(|m| m.is_anon_private()).map(|m| (m.start, m.end)).collect())
+        .unwrap_or_default()
+}
+
+/// Page runs of the anonymous memory of `pid`; `None` if the scan failed.
+pub fn scan(proc: &ProcFs, pid: u32) -> Option<Vec<PageRegion>> {
+    let pm = Pagemap::open(proc.root(), pid).ok()?;
+    let mut out = Vec::new();
+    for (start, end) in anon_ranges(proc, pid) {
+        out.extend(pm.scan(start, end).ok()?);
+    }
+    Some(out)
+}
+
+fn runs(regions: &[PageRegion], want: u64, limit: u64) -> (Vec<(u64, u64)>, u64) {
+    let mut out = Vec::new();
+    let mut total = 0;
+    for r in regions.iter().filter(|r| r.categories & want != 0) {
+        if total >= limit {
+            break;
+        }
+        let len = (r.end - r.start).min(limit - total);
+        out.push((r.start, len));
+        total += len;
+    }
+    (out, total)
+}
+
+/// Pages out up to `limit` bytes of the process's resident anonymous memory.
+pub fn demote(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
+    let Some(regions) = scan(proc, pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
+    let (ranges, bytes) = runs(&regions, PAGE_IS_PRESENT, limit);
+    Moved { advise: pidfd.advise(Advice::PageOut, &ranges), bytes, scan_errors: 0 }
+}
+
+/// Pages out exactly the given ranges (the policy chose them).
+pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)]) -> Moved {
+    let bytes = ranges.iter().map(|r| r.1).sum();
+    Moved { advise: pidfd.advise(Advice::PageOut, ranges), bytes, scan_errors: 0 }
+}
+
+/// Starts reading up to `limit` bytes of the process's swapped pages back (`MADV_WILLNEED`).
+pub fn prefetch(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
+    let Some(regions) = scan(proc, pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
+    let (ranges, bytes) = runs(&regions, PAGE_IS_SWAPPED, limit);
+    Moved { advise: pidfd.advise(Advice::WillNeed, &ranges), bytes, scan_errors: 0 }
+}
+
+/// Prefetches the swapped pages within the given ranges.
+pub fn prefetch_ranges(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)]) -> Moved {
+    let Ok(pm) = Pagemap::open(proc.root(), pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
+    let mut swapped = Vec::new();
+    let mut errors = 0;
+    for &(start, len) in ranges {
+        match pm.scan(start, start + len) {
+            Ok(r) => swapped.extend(r.into_iter().filter(|r| r.categories & PAGE_IS_SWAPPED != 0)),
+            Err(_) => errors += 1,
+        }
+    }
+    let (ranges, bytes) = runs(&swapped, PAGE_IS_SWAPPED, u64::MAX);
+    Moved { advise: pidfd.advise(Advice::WillNeed, &ranges), bytes, scan_errors: errors }
+}
+
+/// 2 MiB blocks of anonymous memory that are mostly resident on small pages: the
+/// candidates for `MADV_COLLAPSE`.
+pub fn collapsible(regions: &[PageRegion], ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    use std::collections::BTreeMap;
+    let mut small: BTreeMap<u64, u64> = BTreeMap::new();
+    for r in regions.iter().filter(|r| r.categories & PAGE_IS_PRESENT != 0 && r.categories & PAGE_IS_HUGE == 0) {
+        let mut at = r.start;
+        while at < r.end {
+            let block = at & !(HUGE - 1);
+            let end = (block + HUGE).min(r.end);
+            *small.entry(block).or_insert(0) += end - at;
+            at = end;
+        }
+    }
+    small
+        .into_iter()
+        .filter(|&(block, bytes)| bytes >= HUGE / 2 && ranges.iter().any(|&(s, e)| s <= block && block + HUGE <= e))
+        .map(|(block, _)| (block, HUGE))
+        .collect()
+}
+
+/// Rebuilds huge pages where anonymous memory sits on small pages (up to `limit` bytes).
+pub fn collapse(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
+    let Some(regions) = scan(proc, pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
+    let mut blocks = collapsible(&regions, &anon_ranges(proc, pidfd.pid()));
+    blocks.truncate((limit / HUGE) as usize);
+    let bytes = blocks.len() as u64 * HUGE;
+    Moved { advise: pidfd.advise(Advice::Collapse, &blocks), bytes, scan_errors: 0 }
+}
+
+/// Times a closure, for mover reports.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = Instant::now();
+    let v = f();
+    (v, t.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(start: u64, end: u64, categories: u64) -> PageRegion {
+        PageRegion { start, end, categories }
+    }
+
+    #[test]
+    fn runs_respect_the_limit() {
+        let regs = [
+            region(0, 8192, PAGE_IS_PRESENT),
+            region(8192, 16384, PAGE_IS_SWAPPED),
+            region(16384, 32768, PAGE_IS_PRESENT),
+        ];
+        assert_eq!(runs(&regs, PAGE_IS_PRESENT, u64::MAX), (vec![(0, 8192), (16384, 16384)], 24576));
+        assert_eq!(runs(&regs, PAGE_IS_PRESENT, 12288), (vec![(0, 8192), (16384, 4096)], 12288));
+        assert_eq!(runs(&regs, PAGE_IS_SWAPPED, u64::MAX), (vec![(8192, 8192)], 8192));
+    }
+
+    #[test]
+    fn collapse_targets_mostly_resident_small_blocks_inside_mappings() {
+        let m = HUGE;
+        let regs = [
+            region(0, m, PAGE_IS_PRESENT),                    // whole block small: yes
+            region(m, 2 * m, PAGE_IS_PRESENT | PAGE_IS_HUGE), // already huge: no
+            region(2 * m, 2 * m + 4096, PAGE_IS_PRESENT),     // one page: no
+            region(4 * m, 5 * m, PAGE_IS_PRESENT),            // outside the mapping: no
+        ];
+        let got = collapsible(&regs, &[(0, 4 * m)]);
+        assert_eq!(got, vec![(0, m)]);
+    }
+}

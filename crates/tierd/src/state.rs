@@ -1,0 +1,82 @@
+//! What tierd writes to its state directory so a restarted tierd (even after `kill -9`)
+//! finds its tier and re-adopts its tenants.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tierd_core::tenant::TenantSpec;
+
+use crate::tenant::Life;
+use crate::tier::TierRecord;
+
+/// One tenant as saved.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedTenant {
+    pub spec: TenantSpec,
+    pub argv: Vec<String>,
+    pub life: Life,
+}
+
+/// The saved state.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SavedState {
+    pub tier: Option<TierRecord>,
+    pub tenants: Vec<SavedTenant>,
+}
+
+pub fn state_file(dir: &Path) -> PathBuf {
+    dir.join("state.json")
+}
+
+impl SavedState {
+    /// Loads the state; a missing file is an empty state.
+    pub fn load(dir: &Path) -> anyhow::Result<SavedState> {
+        let path = state_file(dir);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}; move it aside to start afresh", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SavedState::default()),
+            Err(e) => Err(anyhow::anyhow!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Saves atomically: a crash leaves the old or the new file, never half of one.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        let path = state_file(dir);
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
+        std::fs::rename(tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierd_core::TenantName;
+
+    #[test]
+    fn round_trips_and_missing_is_empty() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(SavedState::load(t.path()).unwrap().tenants.is_empty());
+        let s = SavedState {
+            tier: None,
+            tenants: vec![SavedTenant {
+                spec: TenantSpec::new(TenantName::new("db").unwrap()),
+                argv: vec!["x".into()],
+                life: Life::Exited { code: Some(3) },
+            }],
+        };
+        s.save(t.path()).unwrap();
+        let back = SavedState::load(t.path()).unwrap();
+        assert_eq!(back.tenants[0].life, Life::Exited { code: Some(3) });
+        assert_eq!(back.tenants[0].spec.name.as_str(), "db");
+    }
+
+    #[test]
+    fn a_corrupt_file_is_a_clear_error() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(state_file(t.path()), "{not json").unwrap();
+        let e = SavedState::load(t.path()).unwrap_err();
+        assert!(e.to_string().contains("move it aside"), "{e}");
+    }
+}

@@ -1,0 +1,115 @@
+//! A tenant as the daemon runs it: its settings, processes, cgroup and measurements.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::process::Child;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tierd_core::tenant::TenantSpec;
+use tierd_sys::madvise::{AdviseResult, Pidfd};
+
+/// How many decisions `tierctl explain` can show per tenant.
+const DECISIONS_KEPT: usize = 64;
+
+/// Whether the tenant still runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum Life {
+    Running,
+    /// `code` is the exit code (128 + signal for a signal), unknown for a process
+    /// tierd did not start in this run.
+    Exited {
+        code: Option<i32>,
+    },
+}
+
+/// One measurement of a tenant.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Measure {
+    pub at: Option<Instant>,
+    /// Anonymous memory, resident + swapped.
+    pub footprint: u64,
+    /// Memory charged to the tenant's cgroup (its DRAM).
+    pub dram: u64,
+    /// Bytes on the tier.
+    pub tier: u64,
+    pub huge: u64,
+    pub pinned: u64,
+    pub major_faults: u64,
+    pub major_faults_per_sec: f64,
+}
+
+/// A decision with its reason, for `tierctl explain`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Decision {
+    pub time: f64,
+    pub message: String,
+}
+
+/// A managed tenant.
+#[derive(Debug)]
+pub struct Tenant {
+    pub spec: TenantSpec,
+    pub argv: Vec<String>,
+    pub life: Life,
+    /// Processes now in the tenant's cgroup, each pinned by a pidfd.
+    pub procs: Vec<Pidfd>,
+    /// Set when tierd started the process in this run (so it can be reaped).
+    pub child: Option<Child>,
+    /// The quota applied now.
+    pub quota: Option<u64>,
+    pub reason: String,
+    pub decisions: VecDeque<Decision>,
+    /// Failed operations, by name.
+    pub errors: BTreeMap<String, u64>,
+    pub measure: Measure,
+}
+
+impl Tenant {
+    pub fn new(spec: TenantSpec, argv: Vec<String>) -> Tenant {
+        Tenant {
+            spec,
+            argv,
+            life: Life::Running,
+            procs: Vec::new(),
+            child: None,
+            quota: None,
+            reason: String::new(),
+            decisions: VecDeque::new(),
+            errors: BTreeMap::new(),
+            measure: Measure::default(),
+        }
+    }
+
+    pub fn pids(&self) -> Vec<u32> {
+        self.procs.iter().map(Pidfd::pid).collect()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.life == Life::Running
+    }
+
+    pub fn count_error(&mut self, op: &str) {
+        *self.errors.entry(op.to_string()).or_insert(0) += 1;
+    }
+
+    /// Counts the failed calls of a mover operation.
+    pub fn count_advise(&mut self, op: &str, r: &AdviseResult) {
+        if r.errors > 0 {
+            *self.errors.entry(op.to_string()).or_insert(0) += r.errors;
+        }
+    }
+
+    pub fn decide(&mut self, now: f64, message: String) {
+        if self.decisions.len() == DECISIONS_KEPT {
+            self.decisions.pop_front();
+        }
+        self.decisions.push_back(Decision { time: now, message });
+    }
+}
+
+/// Exit code of a reaped child: its code, or 128 + the signal that killed it.
+pub fn exit_code(status: std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().or_else(|| status.signal().map(|s| 128 + s))
+}

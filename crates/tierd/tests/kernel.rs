@@ -1,0 +1,242 @@
+//! Real-kernel tests of the engine foundation: tier, tenants, quotas, movers, restart.
+//! They need root, swap, loop devices and cgroup v1 memory (these machines have all).
+
+mod support;
+
+use std::time::Duration;
+
+use support::*;
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "1G", "--ratio", "2", "--policy", "static", "--interval", "1s"]);
+    assert_eq!(d.owned_swaps().len(), 1, "the tier is an active swap area");
+    let work = ["--size", "1G", "--hot", "128M", "--phase", "active:25s", "--json", "--report", "5s"];
+    d.run_workload("a", &["--size", "1G"], &work);
+    d.run_workload("b", &["--size", "1G"], &work);
+
+    // Let both fill their memory and settle into their hot sets.
+    wait_for("both tenants to push cold memory to the tier", Duration::from_secs(60), || {
+        let st = d.status();
+        st["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > 400 * MIB)
+    });
+    std::thread::sleep(Duration::from_secs(5));
+    let st = d.status();
+    assert!(u(&st["dram_used_bytes"]) <= GIB, "{st:#}");
+    assert!((st["overcommit"].as_f64().unwrap() - 2.0).abs() < 0.1, "{st:#}");
+    let mut quota_sum = 0;
+    for t in st["tenants"].as_array().unwrap() {
+        let quota = u(&t["quota_bytes"]);
+        quota_sum += quota;
+        assert!((500 * MIB..=520 * MIB).contains(&quota), "static quota is half the budget: {t:#}");
+        assert!(u(&t["dram_bytes"]) <= quota + 2 * MIB, "DRAM within quota: {t:#}");
+        assert!(u(&t["tier_bytes"]) >= 400 * MIB, "cold memory on the tier: {t:#}");
+        assert!(t["errors"].as_object().unwrap().is_empty(), "no failed operations: {t:#}");
+    }
+    assert!(quota_sum <= GIB);
+
+    wait_for("both workloads to finish and verify", Duration::from_secs(180), || {
+        let st = d.status();
+        st["tenants"].as_array().unwrap().iter().all(|t| t["state"] == "exited")
+    });
+    for name in ["a", "b"] {
+        let t = d.tenant(name);
+        assert_eq!(t["exit_code"], 0, "workload {name} verified every page: {t:#}");
+        let s = d.summary(name);
+        assert_eq!(u(&s["corrupt_pages"]), 0);
+        assert_eq!(u(&s["verified_pages"]), GIB / 4096);
+        assert!(!d.cgroup_dir().join("tenants").join(name).exists(), "an exited tenant's cgroup is removed");
+    }
+    let stopped = d.stop();
+    assert!(stopped.success(), "{}", d.log());
+    assert!(d.owned_swaps().is_empty(), "the tier is swapped off on shutdown");
+    assert!(d.owned_loops().is_empty(), "the loop device is detached");
+    assert!(!d.state_dir().join("tier.swap").exists(), "the embedded tier file is deleted");
+    assert!(!d.cgroup_dir().exists(), "the cgroup subtree is removed when no tenant remains");
+}
+
+#[test]
+fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "512M", "--ratio", "2", "--policy", "static", "--interval", "1s"]);
+    let work = ["--size", "512M", "--hot", "64M", "--phase", "active:40s", "--json", "--report", "5s"];
+    let a = d.run_workload("a", &["--size", "512M"], &work);
+    let b = d.run_workload("b", &["--size", "512M"], &work);
+    wait_for("cold memory to reach the tier", Duration::from_secs(60), || {
+        d.status()["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > 150 * MIB)
+    });
+    let before = d.status();
+    let tier_path = before["tier"]["swap_path"].as_str().unwrap().to_string();
+
+    d.kill9();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(alive(a) && alive(b), "tenants survive tierd's death");
+    assert!(swap_paths().contains(&tier_path), "the tier stays active, holding the tenants' pages");
+    assert!(d.cgroup_dir().join("tenants/a").exists(), "quotas stay in force");
+
+    d.spawn();
+    let after = d.status();
+    assert!(d.log().contains("re-adopted"), "{}", d.log());
+    assert_eq!(after["tier"]["swap_path"], before["tier"]["swap_path"], "the same tier is adopted, not rebuilt");
+    for (name, pid) in [("a", a), ("b", b)] {
+        let t = d.tenant(name);
+        assert_eq!(t["state"], "running", "{t:#}");
+        assert_eq!(t["pids"][0], pid, "{t:#}");
+        assert!(u(&t["quota_bytes"]) <= 260 * MIB, "{t:#}");
+    }
+
+    // A clean stop now: limits lifted, tier read back and removed, tenants untouched.
+    assert!(d.stop().success(), "{}", d.log());
+    assert!(!swap_paths().contains(&tier_path), "{}", d.log());
+    assert!(alive(a) && alive(b), "tenants keep running after tierd stops");
+    wait_for("workloads to finish", Duration::from_secs(180), || !alive(a) && !alive(b));
+    for name in ["a", "b"] {
+        let s = d.summary(name);
+        assert_eq!(u(&s["corrupt_pages"]), 0, "{s}");
+        assert_eq!(u(&s["verified_pages"]), 512 * MIB / 4096);
+    }
+}
+
+#[test]
+fn bad_inputs_get_clear_errors_and_change_nothing() {
+    let _g = serial();
+    let swaps = swap_paths();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let state = dir.path().join("state");
+    let tierd = |args: &[&str]| {
+        let out = std::process::Command::new(tierd_bin())
+            .args(args)
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--socket")
+            .arg(dir.path().join("s.sock"))
+            .arg("--cgroup-name")
+            .arg("tierd-test-bad")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "tierd {args:?} should fail");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let e = tierd(&["--config", "/nonexistent/tierd.toml"]);
+    assert!(e.contains("reading config file /nonexistent/tierd.toml"), "{e}");
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(&cfg, "dram_budget = \"1G\"\nbudget = 2\n").unwrap();
+    let e = tierd(&["--config", cfg.to_str().unwrap()]);
+    assert!(e.contains("unknown field `budget`"), "{e}");
+    let e = tierd(&["--dram-budget", "1G", "--tier", "/nonexistent-dir/tier.swap"]);
+    assert!(e.contains("/nonexistent-dir/tier.swap does not exist"), "{e}");
+    let e = tierd(&["--dram-budget", "1G", "--tier-size", "64M"]);
+    assert!(e.contains("too small for the DRAM budget 1 GiB x ratio 1"), "{e}");
+    let e = tierd(&["--dram-budget", "1G", "--ratio=-1"]);
+    assert!(e.contains("ratio -1"), "{e}");
+    assert_eq!(swap_paths(), swaps, "no swap area was added");
+    assert!(!own_memory_cgroup().join("tierd-test-bad").exists(), "no cgroup was created");
+
+    // Against a running tierd.
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static"]);
+    let refused = |d: &Daemon, args: &[&str]| {
+        let out = d.try_ctl(args);
+        assert!(!out.status.success(), "tierctl {args:?} should fail");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let e = refused(&d, &["attach", "4000000", "--name", "ghost"]);
+    assert!(e.contains("no process with PID 4000000"), "{e}");
+    let e = refused(&d, &["attach", "1", "--name", "init"]);
+    assert!(e.contains("outside tierd's own cgroup"), "{e}");
+    for hostile in ["../../etc", "a/b", ".hidden", "x y"] {
+        let e = refused(&d, &["run", "--name", hostile, "--", "true"]);
+        assert!(e.contains("tenant name"), "{hostile}: {e}");
+    }
+    let e = refused(&d, &["run", "--name", "big", "--size", "1G", "--", "sleep", "30"]);
+    assert!(e.contains("does not fit"), "{e}");
+    let e = refused(&d, &["run", "--name", "nope", "--", "/nonexistent/program"]);
+    assert!(e.contains("cannot start `/nonexistent/program`"), "{e}");
+    let e = refused(&d, &["demote", "nobody"]);
+    assert!(e.contains("no tenant named nobody"), "{e}");
+    // The raw API refuses hostile names too, before anything runs.
+    use std::io::{BufRead, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(&d.socket).unwrap();
+    s.write_all(b"{\"op\":\"run\",\"spec\":{\"name\":\"../../x\"},\"argv\":[\"true\"]}\n").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(&s).read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":false") && line.contains("must start with a letter"), "{line}");
+
+    let st = d.status();
+    assert!(st["tenants"].as_array().unwrap().is_empty(), "nothing was admitted: {st:#}");
+    let children: Vec<_> =
+        std::fs::read_dir(d.cgroup_dir().join("tenants")).unwrap().flatten().filter(|e| e.path().is_dir()).collect();
+    assert!(children.is_empty(), "no tenant cgroup was left behind");
+}
+
+#[test]
+fn exit_codes_attach_and_detach() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static", "--interval", "500ms"]);
+    d.ctl(&["run", "--name", "quick", "--", "sh", "-c", "echo hello; exit 3"]);
+    wait_for("the tenant to exit", Duration::from_secs(20), || d.tenant("quick")["state"] == "exited");
+    assert_eq!(d.tenant("quick")["exit_code"], 3);
+    assert_eq!(d.tenant_stdout("quick"), "hello\n", "tenant output goes to the state directory");
+    d.ctl(&["rm", "quick"]);
+    assert!(d.status()["tenants"].as_array().unwrap().is_empty());
+
+    // A process started from tierd's own cgroup can be adopted.
+    let mut sleeper = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+    let pid = sleeper.id();
+    d.tenant_pids.push(pid);
+    d.ctl(&["attach", &pid.to_string(), "--name", "sleeper", "--limit", "64M"]);
+    let t = d.tenant("sleeper");
+    assert_eq!(t["pids"][0], pid);
+    assert!(u(&t["quota_bytes"]) <= 64 * MIB, "{t:#}");
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(cg.contains(&format!("{}/tenants/sleeper", d.cgroup_name)), "{cg}");
+    let e = String::from_utf8_lossy(&d.try_ctl(&["rm", "sleeper"]).stderr).to_string();
+    assert!(e.contains("still running"), "{e}");
+
+    d.ctl(&["detach", "sleeper"]);
+    assert!(alive(pid), "a detached tenant keeps running");
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(cg.contains(&format!("{}/detached/sleeper", d.cgroup_name)), "{cg}");
+    assert!(d.status()["tenants"].as_array().unwrap().is_empty());
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    wait_for("the empty detached cgroup to go", Duration::from_secs(10), || {
+        !d.cgroup_dir().join("detached/sleeper").exists()
+    });
+}
+
+#[test]
+fn demote_and_prefetch_move_a_tenants_memory() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "1G", "--policy", "static", "--interval", "1s"]);
+    d.run_workload("w", &["--size", "256M"], &["--size", "256M", "--hot", "16M", "--phase", "idle:60s", "--json"]);
+    wait_for("the workload to fill its memory", Duration::from_secs(30), || {
+        d.tenant_stdout("w").contains("filled") || u(&d.tenant("w")["size_bytes"]) >= 250 * MIB
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let before = d.tenant("w");
+    assert!(u(&before["tier_bytes"]) < 10 * MIB, "{before:#}");
+
+    let out = d.ctl(&["demote", "w"]);
+    assert!(out.contains("demoted"), "{out}");
+    std::thread::sleep(Duration::from_secs(2));
+    let demoted = d.tenant("w");
+    assert!(u(&demoted["tier_bytes"]) >= 240 * MIB, "the whole footprint went to the tier: {demoted:#}");
+    assert!(
+        u(&demoted["dram_bytes"]) + 200 * MIB < u(&before["dram_bytes"]),
+        "the swap cache was freed: {before:#} {demoted:#}"
+    );
+
+    let out = d.ctl(&["prefetch", "w"]);
+    assert!(out.contains("prefetch of"), "{out}");
+    wait_for("the prefetched pages to be back in DRAM", Duration::from_secs(20), || {
+        u(&d.tenant("w")["dram_bytes"]) >= 240 * MIB
+    });
+    d.ctl(&["stop", "w"]);
+    wait_for("the workload to verify and exit", Duration::from_secs(60), || d.tenant("w")["state"] == "exited");
+    assert_eq!(d.tenant("w")["exit_code"], 0, "{}", d.tenant_stdout("w"));
+}

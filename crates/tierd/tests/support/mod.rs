@@ -1,0 +1,311 @@
+//! Harness for the real-kernel tests: a tierd in a private state directory, socket and
+//! cgroup subtree, torn down on drop (also when a test panics): tierd stopped, every
+//! tenant it ran killed by PID, its swap areas turned off, loop devices detached and
+//! cgroups removed. Tests in one binary take [`serial`] so they never overlap.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const MIB: u64 = 1 << 20;
+pub const GIB: u64 = 1 << 30;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Runs kernel tests one at a time; a failed test does not poison the rest.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn tierd_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tierd"))
+}
+
+pub fn tierctl_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tierctl"))
+}
+
+/// The workload generator, built by the same `cargo build`/`cargo test` of the workspace.
+pub fn bench_bin() -> PathBuf {
+    let p = tierd_bin().with_file_name("tierd-bench");
+    assert!(p.exists(), "{} is missing: build the workspace first (cargo build --release --workspace)", p.display());
+    p
+}
+
+/// The memory cgroup directory this test process (and so tierd) runs in.
+pub fn own_memory_cgroup() -> PathBuf {
+    let text = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let path = text
+        .lines()
+        .find_map(|l| l.split(':').nth(2).filter(|_| l.split(':').nth(1) == Some("memory")))
+        .expect("a v1 memory cgroup");
+    Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'))
+}
+
+pub fn swap_paths() -> Vec<String> {
+    std::fs::read_to_string("/proc/swaps")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
+}
+
+pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out after {timeout:?} waiting for {what}");
+}
+
+/// A tierd under test.
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub cgroup_name: String,
+    pub args: Vec<String>,
+    child: Option<Child>,
+    /// Every tenant PID seen, so teardown can stop them.
+    pub tenant_pids: Vec<u32>,
+}
+
+impl Daemon {
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// Starts tierd with `args` plus the private paths, and waits for its API.
+    pub fn start(args: &[&str]) -> Daemon {
+        let dir = tempfile::Builder::new().prefix("tierd-test-").tempdir_in("/var/tmp").unwrap();
+        let socket = dir.path().join("tierd.sock");
+        let cgroup_name = format!(
+            "tierd-test-{}",
+            dir.path().file_name().unwrap().to_string_lossy().trim_start_matches("tierd-test-").replace('.', "")
+        );
+        let mut d = Daemon {
+            dir,
+            socket,
+            cgroup_name,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            child: None,
+            tenant_pids: Vec::new(),
+        };
+        d.spawn();
+        d
+    }
+
+    pub fn spawn(&mut self) {
+        let log =
+            std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("tierd.log")).unwrap();
+        let child = Command::new(tierd_bin())
+            .args(&self.args)
+            .arg("--state-dir")
+            .arg(self.state_dir())
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("--cgroup-name")
+            .arg(&self.cgroup_name)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
+                panic!("tierd exited early ({st}): {}", self.log());
+            }
+            if self.try_ctl(&["status", "--json"]).status.success() {
+                return;
+            }
+            assert!(Instant::now() < end, "tierd did not come up: {}", self.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("tierd.log")).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn try_ctl(&self, args: &[&str]) -> Output {
+        Command::new(tierctl_bin()).arg("--socket").arg(&self.socket).args(args).output().unwrap()
+    }
+
+    /// Runs tierctl and returns its stdout; panics with its stderr on failure.
+    pub fn ctl(&mut self, args: &[&str]) -> String {
+        let out = self.try_ctl(args);
+        assert!(
+            out.status.success(),
+            "tierctl {args:?} failed: {}\n--- tierd log ---\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        let s = String::from_utf8_lossy(&out.stdout).to_string();
+        if args.first() == Some(&"run")
+            && let Some(pid) = s.split_whitespace().nth(1).and_then(|p| p.parse().ok())
+        {
+            self.tenant_pids.push(pid);
+        }
+        s
+    }
+
+    pub fn status(&mut self) -> Value {
+        serde_json::from_str(&self.ctl(&["status", "--json"])).unwrap()
+    }
+
+    pub fn tenant(&mut self, name: &str) -> Value {
+        let st = self.status();
+        st["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no tenant {name} in {st:#}"))
+    }
+
+    /// Starts a workload tenant; returns its PID.
+    pub fn run_workload(&mut self, name: &str, spec: &[&str], workload: &[&str]) -> u32 {
+        let bench = bench_bin();
+        let mut args = vec!["run", "--name", name];
+        args.extend_from_slice(spec);
+        args.push("--");
+        let bench = bench.to_string_lossy().to_string();
+        args.push(&bench);
+        args.push("workload");
+        args.extend_from_slice(workload);
+        let out = self.ctl(&args);
+        out.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    pub fn tenant_stdout(&self, name: &str) -> String {
+        std::fs::read_to_string(self.state_dir().join("tenants").join(name).join("stdout")).unwrap_or_default()
+    }
+
+    /// The workload's final summary line, once it has exited.
+    pub fn summary(&self, name: &str) -> Value {
+        let out = self.tenant_stdout(name);
+        let line = out
+            .lines()
+            .rev()
+            .find(|l| l.contains("\"summary\":true"))
+            .unwrap_or_else(|| panic!("no summary from {name}: {out}"));
+        serde_json::from_str(line).unwrap()
+    }
+
+    /// SIGTERM and wait: tierd's clean shutdown.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut c = self.child.take().expect("running");
+        send_signal(c.id(), 15);
+        let end = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                return st;
+            }
+            if Instant::now() > end {
+                let _ = c.kill();
+                return c.wait().unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `kill -9`: tierd dies without cleaning anything up.
+    pub fn kill9(&mut self) {
+        let mut c = self.child.take().expect("running");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Swap areas on a file or loop device inside this test's directory.
+    pub fn owned_swaps(&self) -> Vec<String> {
+        let root = self.dir.path().to_string_lossy().to_string();
+        let loops = self.owned_loops();
+        swap_paths().into_iter().filter(|p| p.starts_with(&root) || loops.contains(p)).collect()
+    }
+
+    /// Loop devices over files inside this test's directory.
+    pub fn owned_loops(&self) -> Vec<String> {
+        let root = self.dir.path().to_string_lossy().to_string();
+        let mut loops = Vec::new();
+        if let Ok(entries) = std::fs::read_dir("/sys/block") {
+            for e in entries.flatten() {
+                if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file"))
+                    && b.trim().starts_with(&root)
+                {
+                    loops.push(format!("/dev/{}", e.file_name().to_string_lossy()));
+                }
+            }
+        }
+        loops
+    }
+
+    pub fn cgroup_dir(&self) -> PathBuf {
+        own_memory_cgroup().join(&self.cgroup_name)
+    }
+}
+
+/// Sends a signal by PID (through the `kill` command, so tests need no unsafe).
+pub fn send_signal(pid: u32, sig: i32) {
+    let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).stderr(Stdio::null()).status();
+}
+
+fn remove_cgroups(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                remove_cgroups(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.stop();
+        }
+        for &pid in &self.tenant_pids {
+            if alive(pid) {
+                send_signal(pid, 9);
+            }
+        }
+        for pid in &self.tenant_pids {
+            let end = Instant::now() + Duration::from_secs(10);
+            while alive(*pid) && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        for path in self.owned_swaps() {
+            let _ = Command::new("swapoff").arg(&path).status();
+        }
+        for dev in self.owned_loops() {
+            let _ = Command::new("losetup").arg("-d").arg(&dev).status();
+        }
+        remove_cgroups(&self.cgroup_dir());
+    }
+}
