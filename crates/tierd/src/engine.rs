@@ -213,7 +213,7 @@ impl Engine {
     /// One pass of the control loop.
     pub fn tick(&mut self) {
         self.reap();
-        self.measure();
+        self.measure(true);
         self.sample_io();
         let snap = self.snapshot();
         let plan = policy::plan(self.cfg.policy, &snap);
@@ -279,8 +279,8 @@ impl Engine {
         }
     }
 
-    /// Measures every running tenant.
-    fn measure(&mut self) {
+    /// Measures every running tenant; `rates` also closes the interval for per-second rates.
+    fn measure(&mut self, rates: bool) {
         let now = Instant::now();
         let names: Vec<TenantName> = self.tenants.keys().cloned().collect();
         for name in names {
@@ -305,22 +305,23 @@ impl Engine {
                 continue;
             };
             let prev = t.measure;
-            let rate = match prev.at {
-                Some(at) if now > at => {
-                    stats.major_faults.saturating_sub(prev.major_faults) as f64 / (now - at).as_secs_f64()
-                }
-                _ => 0.0,
-            };
-            t.measure = crate::tenant::Measure {
-                at: Some(now),
-                footprint,
-                dram: stats.usage,
-                tier: stats.swap.max(swapped),
-                huge: stats.anon_huge,
-                pinned,
-                major_faults: stats.major_faults,
-                major_faults_per_sec: rate,
-            };
+            t.measure.footprint = footprint;
+            t.measure.dram = stats.usage;
+            t.measure.tier = stats.swap.max(swapped);
+            t.measure.huge = stats.anon_huge;
+            t.measure.pinned = pinned;
+            t.measure.major_faults_total = stats.major_faults;
+            // Rates are per interval: only the control loop moves their baseline.
+            if rates {
+                t.measure.major_faults_per_sec = match prev.at {
+                    Some(at) if now > at => {
+                        stats.major_faults.saturating_sub(prev.major_faults) as f64 / (now - at).as_secs_f64()
+                    }
+                    _ => 0.0,
+                };
+                t.measure.at = Some(now);
+                t.measure.major_faults = stats.major_faults;
+            }
         }
     }
 
@@ -663,7 +664,11 @@ impl Engine {
         }
         let seconds = start.elapsed().as_secs_f64();
         let reclaim_start = Instant::now();
-        let freed = match self.cg.reclaim(&rel, total.bytes) {
+        // Free what was paged out and whatever else of the tenant waits in the swap
+        // cache (pages prefetched but never touched): both are already on the tier.
+        let cached = self.cg.stats(&rel).map(|s| s.swap_cached).unwrap_or(0);
+        let to_free = bytes.map_or(total.bytes + cached, |b| b.min(total.bytes + cached));
+        let freed = match self.cg.reclaim(&rel, to_free) {
             Ok(f) => f,
             Err(e) => {
                 self.events.warn(Some(name.as_str()), format!("demoted pages stay in the swap cache: {e}"));
@@ -742,6 +747,7 @@ impl Engine {
     /// The status the API serves.
     pub fn status(&mut self) -> Status {
         self.reap();
+        self.measure(false);
         let group = self.cg.stats(&self.group_rel()).unwrap_or_default();
         let snap = self.snapshot();
         let cap = self.capacity();
@@ -781,7 +787,7 @@ impl Engine {
                 shares: t.spec.shares,
                 active_bytes: None,
                 active_ci_bytes: None,
-                major_faults: t.measure.major_faults,
+                major_faults: t.measure.major_faults_total,
                 major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
                 reason: t.reason.clone(),
                 errors: t.errors.clone(),

@@ -35,7 +35,10 @@ pub struct Measure {
     pub tier: u64,
     pub huge: u64,
     pub pinned: u64,
+    /// Major faults at the start of the current interval (the rate's baseline).
     pub major_faults: u64,
+    /// Major faults so far.
+    pub major_faults_total: u64,
     pub major_faults_per_sec: f64,
 }
 

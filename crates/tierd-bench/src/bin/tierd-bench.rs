@@ -56,6 +56,20 @@ enum Cmd {
         #[arg(long)]
         no_verify_all: bool,
     },
+    /// Benchmark the engine: demotion and prefetch throughput, and tierd's CPU and
+    /// memory with 8 tenants. Writes engine.json and engine.md to --out.
+    Engine {
+        #[arg(long, default_value = "bench/results")]
+        out: std::path::PathBuf,
+        /// Size of the tenant the movers work on.
+        #[arg(long, default_value = "2G")]
+        size: ByteSize,
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// How long to measure tierd's overhead in each configuration.
+        #[arg(long, default_value = "60s")]
+        window: String,
+    },
 }
 
 fn main() {
@@ -70,6 +84,19 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
+        Cmd::Engine { out, size, reps, window } => {
+            tierd_bench::harness::catch_interrupts()?;
+            let window = workload::humantime_like(&window).context("--window")?;
+            let r = tierd_bench::engine::run(&out, size.0, reps, window)?;
+            println!(
+                "demote {:.2} GiB/s (end to end {:.2}), prefetch {:.2} GiB/s; results in {}",
+                r.median_demote_gib_per_sec,
+                r.median_demote_total_gib_per_sec,
+                r.median_prefetch_gib_per_sec,
+                out.display()
+            );
+            Ok(0)
+        }
         Cmd::Workload {
             size,
             hot,

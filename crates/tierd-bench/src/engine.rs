@@ -1,0 +1,222 @@
+//! `tierd-bench engine`: the foundation's own costs — how fast the movers demote and
+//! prefetch, and what tierd itself spends in CPU and memory managing 8 tenants.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tierd::api::{MoveReport, Request};
+use tierd_core::TenantName;
+use tierd_core::size::{GIB, MIB, human};
+
+use crate::harness::{Tierd, sleep};
+use crate::machine::{RunInfo, cpu_seconds, median, rss_bytes};
+
+/// One demote + prefetch round over an idle tenant.
+#[derive(Debug, Clone, Serialize)]
+pub struct MoverRound {
+    pub demoted_bytes: u64,
+    /// `process_madvise(MADV_PAGEOUT)` alone.
+    pub demote_gib_per_sec: f64,
+    /// Freeing the swap cache afterwards (cgroup v1 squeeze).
+    pub freed_bytes: u64,
+    pub reclaim_gib_per_sec: f64,
+    /// Demotion end to end: page-out plus freeing DRAM.
+    pub demote_total_gib_per_sec: f64,
+    pub prefetched_bytes: u64,
+    /// From the `MADV_WILLNEED` call until the tenant's memory is resident again.
+    pub prefetch_gib_per_sec: f64,
+}
+
+/// tierd's cost with many tenants.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overhead {
+    pub tenants: usize,
+    pub tenant_bytes: u64,
+    pub interval: String,
+    pub window_secs: f64,
+    /// tierd's CPU over the window, in % of one core.
+    pub cpu_percent: f64,
+    pub rss_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineResults {
+    pub run: RunInfo,
+    pub tenant_bytes: u64,
+    pub rounds: Vec<MoverRound>,
+    pub median_demote_gib_per_sec: f64,
+    pub median_demote_total_gib_per_sec: f64,
+    pub median_prefetch_gib_per_sec: f64,
+    pub overhead: Vec<Overhead>,
+}
+
+fn gibps(bytes: u64, secs: f64) -> f64 {
+    if secs <= 0.0 { 0.0 } else { bytes as f64 / GIB as f64 / secs }
+}
+
+/// Measures demotion and prefetch over a `size`-byte idle tenant, `reps` times, each
+/// on a fresh tenant whose memory is all mapped (after a prefetch the pages sit in the
+/// swap cache, unmapped, until touched, which would skew the next round).
+fn movers(size: u64, reps: usize) -> anyhow::Result<Vec<MoverRound>> {
+    let mut t = Tierd::start(&["--dram-budget".into(), format!("{}", 2 * size), "--policy".into(), "static".into()])?;
+    let sz = format!("{size}");
+    let mut rounds = Vec::new();
+    for rep in 0..reps {
+        eprintln!("movers: round {}/{reps}", rep + 1);
+        let id = format!("m{rep}");
+        let name = TenantName::new(&id)?;
+        t.run_workload(&id, size, &["--size", &sz, "--hot", "4M", "--phase", "idle:1h", "--no-verify-all"])?;
+        t.wait_until("the tenant to fill its memory", Duration::from_secs(120), |s| {
+            s.tenants.iter().any(|x| x.name == id && x.dram_bytes >= size * 98 / 100)
+        })?;
+        let d: MoveReport = serde_json::from_value(t.request(&Request::Demote { name: name.clone(), bytes: None })?)?;
+        sleep(Duration::from_secs(1))?;
+        let footprint = t.tenant(&id)?.size_bytes;
+        let start = Instant::now();
+        let p: MoveReport =
+            serde_json::from_value(t.request(&Request::Prefetch { name: name.clone(), bytes: Some(u64::MAX) })?)?;
+        // The idle tenant is whole again when its cgroup holds (nearly) its footprint.
+        let target = footprint * 97 / 100;
+        t.wait_until("prefetched memory to be resident", Duration::from_secs(120), |s| {
+            s.tenants.iter().any(|x| x.name == id && x.dram_bytes >= target)
+        })?;
+        let secs = start.elapsed().as_secs_f64();
+        rounds.push(MoverRound {
+            demoted_bytes: d.bytes,
+            demote_gib_per_sec: gibps(d.bytes, d.seconds),
+            freed_bytes: d.freed_bytes,
+            reclaim_gib_per_sec: gibps(d.freed_bytes, d.reclaim_seconds),
+            demote_total_gib_per_sec: gibps(d.bytes, d.seconds + d.reclaim_seconds),
+            prefetched_bytes: p.bytes,
+            prefetch_gib_per_sec: gibps(p.bytes, secs),
+        });
+        t.request(&Request::Stop { name: name.clone(), signal: 9 })?;
+        t.wait_until("the tenant to exit", Duration::from_secs(60), |s| {
+            s.tenants.iter().any(|x| x.name == id && x.state == "exited")
+        })?;
+        t.request(&Request::Remove { name })?;
+    }
+    Ok(rounds)
+}
+
+/// tierd's CPU and RSS while `n` tenants of `each` bytes run at 2x overcommit.
+fn overhead(n: usize, each: u64, interval: &str, window: Duration) -> anyhow::Result<Overhead> {
+    let budget = n as u64 * each / 2;
+    let args = [
+        "--dram-budget".to_string(),
+        budget.to_string(),
+        "--ratio".into(),
+        "1.5".into(),
+        "--policy".into(),
+        "static".into(),
+        "--interval".into(),
+        interval.into(),
+    ];
+    let mut t = Tierd::start(&args)?;
+    let size = each.to_string();
+    let hot = (each / 8).to_string();
+    let dur = format!("{}s", window.as_secs() + 60);
+    for i in 0..n {
+        t.run_workload(
+            &format!("t{i}"),
+            each,
+            &["--size", &size, "--hot", &hot, "--duration", &dur, "--no-verify-all"],
+        )?;
+    }
+    // Let them fill and settle before measuring.
+    t.wait_until("tenants to fill", Duration::from_secs(180), |s| {
+        s.tenants.iter().all(|x| x.size_bytes >= each * 9 / 10)
+    })?;
+    sleep(Duration::from_secs(5))?;
+    let pid = t.pid();
+    let c0 = cpu_seconds(pid);
+    let start = Instant::now();
+    let mut rss = 0;
+    while start.elapsed() < window {
+        rss = rss.max(rss_bytes(pid));
+        // Status calls are part of a real deployment's load too: one every 5 s.
+        t.status()?;
+        sleep(Duration::from_secs(5))?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok(Overhead {
+        tenants: n,
+        tenant_bytes: each,
+        interval: interval.into(),
+        window_secs: secs,
+        cpu_percent: (cpu_seconds(pid) - c0) / secs * 100.0,
+        rss_bytes: rss,
+    })
+}
+
+/// Runs the engine benchmark and writes `engine.json` and `engine.md` to `out`.
+pub fn run(out: &std::path::Path, size: u64, reps: usize, window: Duration) -> anyhow::Result<EngineResults> {
+    let run = RunInfo::collect();
+    let rounds = movers(size, reps)?;
+    let mut over = Vec::new();
+    for interval in ["10s", "1s"] {
+        eprintln!("overhead: 8 tenants, interval {interval}");
+        over.push(overhead(8, 512 * MIB, interval, window)?);
+    }
+    let res = EngineResults {
+        run,
+        tenant_bytes: size,
+        median_demote_gib_per_sec: median(&rounds.iter().map(|r| r.demote_gib_per_sec).collect::<Vec<_>>()),
+        median_demote_total_gib_per_sec: median(&rounds.iter().map(|r| r.demote_total_gib_per_sec).collect::<Vec<_>>()),
+        median_prefetch_gib_per_sec: median(&rounds.iter().map(|r| r.prefetch_gib_per_sec).collect::<Vec<_>>()),
+        rounds,
+        overhead: over,
+    };
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("engine.json"), serde_json::to_string_pretty(&res)?)?;
+    std::fs::write(out.join("engine.md"), markdown(&res))?;
+    Ok(res)
+}
+
+fn markdown(r: &EngineResults) -> String {
+    let mut s = String::from("# Engine benchmark: movers and tierd's own cost\n\n");
+    s += &r.run.markdown();
+    s += &format!(
+        "\n## Movers ({} idle tenant, {} rounds; the tier is a file behind a loop device)\n\n\
+         | round | demoted | page-out GiB/s | DRAM freed | free GiB/s | demote end-to-end GiB/s | prefetched | prefetch GiB/s |\n\
+         |---|---|---|---|---|---|---|---|\n",
+        human(r.tenant_bytes),
+        r.rounds.len()
+    );
+    for (i, x) in r.rounds.iter().enumerate() {
+        s += &format!(
+            "| {} | {} | {:.2} | {} | {:.2} | {:.2} | {} | {:.2} |\n",
+            i + 1,
+            human(x.demoted_bytes),
+            x.demote_gib_per_sec,
+            human(x.freed_bytes),
+            x.reclaim_gib_per_sec,
+            x.demote_total_gib_per_sec,
+            human(x.prefetched_bytes),
+            x.prefetch_gib_per_sec
+        );
+    }
+    s += &format!(
+        "\nMedians: page-out **{:.2} GiB/s**, demotion end to end (page-out + freeing the swap cache) \
+         **{:.2} GiB/s**, prefetch until resident **{:.2} GiB/s**.\n",
+        r.median_demote_gib_per_sec, r.median_demote_total_gib_per_sec, r.median_prefetch_gib_per_sec
+    );
+    s += "\n## tierd's own cost with 8 tenants at 2x overcommit (static policy)\n\n\
+          | tenants | each | interval | window | tierd CPU (% of one core) | tierd RSS |\n|---|---|---|---|---|---|\n";
+    for o in &r.overhead {
+        s += &format!(
+            "| {} | {} | {} | {:.0} s | {:.2} | {} |\n",
+            o.tenants,
+            human(o.tenant_bytes),
+            o.interval,
+            o.window_secs,
+            o.cpu_percent,
+            human(o.rss_bytes)
+        );
+    }
+    s += "\nPage-out is the `process_madvise(MADV_PAGEOUT)` call; on cgroup v1 the pages it writes stay in the \
+          swap cache until reclaim runs, so tierd squeezes the tenant's limit for a moment to free them \
+          (\"free GiB/s\"). Prefetch time runs from the `MADV_WILLNEED` call until the tenant's cgroup holds the \
+          memory again. These machines are shared and noisy: compare within a run.\n";
+    s
+}

@@ -1,0 +1,223 @@
+//! Running tierd and tenants for a benchmark, and cleaning up after them.
+//!
+//! A [`Tierd`] runs in a private directory, socket and cgroup subtree. Dropping it —
+//! at the end, on an error, or after Ctrl-C (see [`interrupted`]) — stops tierd with
+//! SIGTERM (limits lifted, tier removed), kills the tenants it started by PID, and
+//! removes any swap area, loop device or cgroup left under its directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use tierd::api::{Request, Status, TenantStatus, call};
+use tierd_core::TenantName;
+use tierd_core::tenant::TenantSpec;
+
+static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Catches SIGINT/SIGTERM so a benchmark can stop between steps and clean up.
+pub fn catch_interrupts() -> anyhow::Result<()> {
+    let flag = INTERRUPTED.get_or_init(|| Arc::new(AtomicBool::new(false)));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(flag))?;
+    }
+    Ok(())
+}
+
+/// True once the user asked to stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.get().is_some_and(|f| f.load(Ordering::Relaxed))
+}
+
+/// Sleeps, returning an error early if interrupted.
+pub fn sleep(d: Duration) -> anyhow::Result<()> {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if interrupted() {
+            bail!("interrupted");
+        }
+        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(100)));
+    }
+    Ok(())
+}
+
+/// A binary next to the running one (the workspace's target directory).
+pub fn sibling(name: &str) -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    let p = me.with_file_name(name);
+    if !p.exists() {
+        bail!("{} not found next to {}; build the workspace (cargo build --release --workspace)", name, me.display());
+    }
+    Ok(p)
+}
+
+/// A tierd under benchmark.
+pub struct Tierd {
+    pub dir: PathBuf,
+    pub socket: PathBuf,
+    child: Option<Child>,
+    cgroup_name: String,
+    pids: Vec<u32>,
+}
+
+impl Tierd {
+    /// Starts tierd with `args` (budget, policy, …) in a fresh directory under `/var/tmp`.
+    pub fn start(args: &[String]) -> anyhow::Result<Tierd> {
+        let stamp =
+            format!("{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ fastrand::u64(..) as u128);
+        let dir = PathBuf::from(format!("/var/tmp/tierd-bench-{stamp}"));
+        std::fs::create_dir_all(&dir)?;
+        let socket = dir.join("tierd.sock");
+        let cgroup_name = format!("tierd-bench-{stamp}");
+        let log = std::fs::File::create(dir.join("tierd.log"))?;
+        let child = Command::new(sibling("tierd")?)
+            .args(args)
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--cgroup-name")
+            .arg(&cgroup_name)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting tierd")?;
+        let mut t = Tierd { dir, socket, child: Some(child), cgroup_name, pids: Vec::new() };
+        let end = Instant::now() + Duration::from_secs(60);
+        while call(&t.socket, &Request::Status, Duration::from_secs(5)).is_err() {
+            if let Some(st) = t.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                bail!("tierd exited ({st}): {}", t.log());
+            }
+            if Instant::now() > end {
+                bail!("tierd did not answer within 60 s: {}", t.log());
+            }
+            sleep(Duration::from_millis(100))?;
+        }
+        Ok(t)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("tierd.log")).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    pub fn request(&self, req: &Request) -> anyhow::Result<serde_json::Value> {
+        Ok(call(&self.socket, req, Duration::from_secs(300))?)
+    }
+
+    pub fn status(&self) -> anyhow::Result<Status> {
+        Ok(serde_json::from_value(self.request(&Request::Status)?)?)
+    }
+
+    pub fn tenant(&self, name: &str) -> anyhow::Result<TenantStatus> {
+        self.status()?.tenants.into_iter().find(|t| t.name == name).with_context(|| format!("no tenant {name}"))
+    }
+
+    /// Starts `argv` as tenant `spec.name`; returns its PID.
+    pub fn run(&mut self, spec: TenantSpec, argv: Vec<String>) -> anyhow::Result<u32> {
+        let v = self.request(&Request::Run { spec, argv, cwd: None })?;
+        let pid = v["pid"].as_u64().context("no pid in answer")? as u32;
+        self.pids.push(pid);
+        Ok(pid)
+    }
+
+    /// Starts a workload-generator tenant.
+    pub fn run_workload(&mut self, name: &str, size: u64, workload_args: &[&str]) -> anyhow::Result<u32> {
+        let mut spec = TenantSpec::new(TenantName::new(name)?);
+        spec.size = Some(size);
+        let mut argv = vec![sibling("tierd-bench")?.to_string_lossy().to_string(), "workload".to_string()];
+        argv.extend(workload_args.iter().map(|s| s.to_string()));
+        self.run(spec, argv)
+    }
+
+    pub fn tenant_stdout(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join("state/tenants").join(name).join("stdout")).unwrap_or_default()
+    }
+
+    /// Waits until `f` holds, polling tierd's status.
+    pub fn wait_until(&self, what: &str, timeout: Duration, mut f: impl FnMut(&Status) -> bool) -> anyhow::Result<()> {
+        let end = Instant::now() + timeout;
+        loop {
+            if f(&self.status()?) {
+                return Ok(());
+            }
+            if Instant::now() > end {
+                bail!("timed out after {timeout:?} waiting for {what}");
+            }
+            sleep(Duration::from_millis(200))?;
+        }
+    }
+}
+
+fn kill(pid: u32, sig: &str) {
+    let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).stderr(Stdio::null()).status();
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
+}
+
+fn remove_cgroups(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                remove_cgroups(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+impl Drop for Tierd {
+    fn drop(&mut self) {
+        for &pid in &self.pids {
+            if alive(pid) {
+                kill(pid, "KILL");
+            }
+        }
+        if let Some(mut c) = self.child.take() {
+            kill(c.id(), "TERM");
+            let end = Instant::now() + Duration::from_secs(120);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let root = self.dir.to_string_lossy().to_string();
+        let loops: Vec<String> = std::fs::read_dir("/sys/block")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("loop/backing_file")).is_ok_and(|b| b.trim().starts_with(&root))
+            })
+            .map(|e| format!("/dev/{}", e.file_name().to_string_lossy()))
+            .collect();
+        let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+        for line in swaps.lines().skip(1) {
+            let path = line.split_whitespace().next().unwrap_or("");
+            if path.starts_with(&root) || loops.iter().any(|l| l == path) {
+                let _ = Command::new("swapoff").arg(path).status();
+            }
+        }
+        for l in &loops {
+            let _ = Command::new("losetup").arg("-d").arg(l).status();
+        }
+        if let Ok(cg) = std::fs::read_to_string("/proc/self/cgroup")
+            && let Some(own) = cg.lines().find_map(|l| l.split_once(":memory:").map(|x| x.1))
+        {
+            remove_cgroups(
+                &Path::new("/sys/fs/cgroup/memory").join(own.trim_start_matches('/')).join(&self.cgroup_name),
+            );
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

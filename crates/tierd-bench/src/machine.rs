@@ -1,0 +1,93 @@
+//! What every benchmark result records about where and how it was taken.
+
+use serde::Serialize;
+
+/// The machine, kernel, command and date of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub date: String,
+    pub host: String,
+    pub kernel: String,
+    pub cpus: usize,
+    pub memory_bytes: u64,
+    pub command: String,
+    pub tierd_version: String,
+}
+
+impl RunInfo {
+    pub fn collect() -> RunInfo {
+        let sh = |c: &str| {
+            std::process::Command::new("sh")
+                .args(["-c", c])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default()
+        };
+        RunInfo {
+            date: sh("date -u +%Y-%m-%dT%H:%M:%SZ"),
+            host: sh("uname -n"),
+            kernel: sh("uname -r"),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            memory_bytes: tierd_sys::procfs::ProcFs::new("/proc").mem_total().unwrap_or(0),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            tierd_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// A Markdown paragraph for the head of a report.
+    pub fn markdown(&self) -> String {
+        format!(
+            "Taken {} on `{}` (kernel {}, {} CPUs, {} RAM), tierd {}, with:\n\n```\n{}\n```\n",
+            self.date,
+            self.host,
+            self.kernel,
+            self.cpus,
+            tierd_core::size::human(self.memory_bytes),
+            self.tierd_version,
+            self.command
+        )
+    }
+}
+
+/// CPU time (user + system) of a process, in seconds.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let ticks = tierd_sys::procfs::ProcFs::new("/proc").cpu_ticks(pid).unwrap_or(0);
+    ticks as f64 / tierd_sys::process::clock_ticks_per_sec() as f64
+}
+
+/// Resident memory of a process, in bytes.
+pub fn rss_bytes(pid: u32) -> u64 {
+    tierd_sys::procfs::ProcFs::new("/proc").memory(pid).map(|m| m.rss).unwrap_or(0)
+}
+
+/// Median of a non-empty sample.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn own_cpu_and_rss_are_measurable() {
+        assert!(rss_bytes(std::process::id()) > 0);
+        assert!(cpu_seconds(std::process::id()) >= 0.0);
+    }
+}
