@@ -19,11 +19,14 @@ pub struct TenantPlan {
     pub prefetch: Vec<Range>,
     /// Ranges to rebuild as huge pages once resident.
     pub collapse: Vec<Range>,
+    /// The policy saw the tenant wake up this interval (the engine remembers when).
+    #[serde(default)]
+    pub woke: bool,
 }
 
 impl TenantPlan {
     pub fn quota_only(name: TenantName, quota: Option<u64>, reason: String) -> Self {
-        TenantPlan { name, quota, reason, demote: Vec::new(), prefetch: Vec::new(), collapse: Vec::new() }
+        TenantPlan { name, quota, reason, demote: Vec::new(), prefetch: Vec::new(), collapse: Vec::new(), woke: false }
     }
 }
 

@@ -36,6 +36,10 @@ pub struct Region {
     /// Seconds since the region was last seen touched (sample came back or a tier-1
     /// fault), or `None` if never within the tracker's memory.
     pub idle_secs: Option<f64>,
+    /// Samples from the region that did not come back since it was last touched: the
+    /// evidence behind calling it cold.
+    #[serde(default)]
+    pub cold_samples: u32,
     /// Bytes of the region resident in DRAM.
     pub dram_bytes: u64,
     /// Bytes of the region on the tier.
@@ -96,8 +100,15 @@ pub struct Snapshot {
     pub ratio: f64,
     /// Seconds between two control-loop passes.
     pub interval_secs: f64,
+    /// The activeness window: "hot" means touched within it.
+    #[serde(default = "default_window")]
+    pub window_secs: f64,
     pub tier: TierView,
     pub tenants: Vec<TenantView>,
+}
+
+fn default_window() -> f64 {
+    60.0
 }
 
 impl Snapshot {

@@ -148,6 +148,12 @@ pub struct TenantStatus {
     pub shares: u32,
     pub active_bytes: Option<u64>,
     pub active_ci_bytes: Option<u64>,
+    /// Pages the tracker sampled in the last interval.
+    #[serde(default)]
+    pub tracker_sample_pages: u64,
+    /// CPU time the tracker has spent on the tenant so far, seconds.
+    #[serde(default)]
+    pub tracker_seconds: f64,
     pub major_faults: u64,
     pub major_faults_per_sec: f64,
     pub reason: String,

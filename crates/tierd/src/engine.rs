@@ -18,7 +18,7 @@ use std::time::Instant;
 use anyhow::{Context, anyhow, bail};
 use tierd_core::TenantName;
 use tierd_core::admission::{Capacity, Claim, admit};
-use tierd_core::config::Config;
+use tierd_core::config::{Config, PolicyKind};
 use tierd_core::health;
 use tierd_core::plan::Plan;
 use tierd_core::policy;
@@ -35,6 +35,7 @@ use crate::mover;
 use crate::state::{SavedState, SavedTenant};
 use crate::tenant::{Life, Tenant, exit_code};
 use crate::tier::Tier;
+use crate::tracker::{SamplingConfig, SamplingTracker};
 
 /// Quota changes smaller than this are not written (they would only churn the cgroup).
 const QUOTA_SLACK: u64 = 1 << 20;
@@ -62,6 +63,9 @@ pub struct Engine {
     io_prev: Option<IoSample>,
     tier_view: TierView,
     self_cpu_percent: f64,
+    /// The policy's host-wide notes of the last interval, and their kinds (logged on change).
+    notes: Vec<String>,
+    note_kinds: Vec<String>,
     _lock: File,
 }
 
@@ -128,6 +132,8 @@ impl Engine {
             io_prev: None,
             tier_view: TierView::default(),
             self_cpu_percent: 0.0,
+            notes: Vec::new(),
+            note_kinds: Vec::new(),
             _lock: lock,
         };
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
@@ -214,6 +220,9 @@ impl Engine {
     pub fn tick(&mut self) {
         self.reap();
         self.measure(true);
+        if self.cfg.policy == PolicyKind::Tierd {
+            self.track();
+        }
         self.sample_io();
         let snap = self.snapshot();
         let plan = policy::plan(self.cfg.policy, &snap);
@@ -321,7 +330,30 @@ impl Engine {
                 };
                 t.measure.at = Some(now);
                 t.measure.major_faults = stats.major_faults;
+                t.fault_rates.push_back(t.measure.major_faults_per_sec);
+                let keep =
+                    (self.cfg.tracker.window.as_secs_f64() / self.cfg.interval.as_secs_f64()).ceil() as usize + 1;
+                while t.fault_rates.len() > keep.max(2) {
+                    t.fault_rates.pop_front();
+                }
             }
+        }
+    }
+
+    /// Lets each tenant's tracker observe one interval.
+    fn track(&mut self) {
+        let now = now_secs();
+        let sampling = SamplingConfig::new(
+            self.cfg.tracker.sample_pages,
+            self.cfg.tracker.window.as_secs_f64(),
+            self.cfg.interval.as_secs_f64(),
+        );
+        for (i, t) in self.tenants.values_mut().filter(|t| t.is_running()).enumerate() {
+            let proc = self.proc.clone();
+            let tracker = t
+                .tracker
+                .get_or_insert_with(|| Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)));
+            tracker.observe(&t.procs, now);
         }
     }
 
@@ -360,6 +392,7 @@ impl Engine {
 
     /// The snapshot the policy plans from.
     pub fn snapshot(&self) -> Snapshot {
+        let now = now_secs();
         let tenants = self
             .tenants
             .values()
@@ -371,14 +404,15 @@ impl Engine {
                 tier: t.measure.tier,
                 pinned: t.measure.pinned,
                 quota: t.quota,
-                activeness: None,
+                activeness: t.tracker.as_ref().and_then(|tr| tr.activeness()),
                 tier_faults_per_sec: t.measure.major_faults_per_sec,
-                tier_faults_per_sec_avg: 0.0,
-                woke_secs_ago: None,
-                regions: Vec::new(),
+                tier_faults_per_sec_avg: t.fault_rate_before(),
+                woke_secs_ago: t.woke_at.map(|w| now - w),
+                regions: t.tracker.as_ref().map(|tr| tr.regions(now)).unwrap_or_default(),
             })
             .collect();
         Snapshot {
+            window_secs: self.cfg.tracker.window.as_secs_f64(),
             dram_budget: self.cfg.dram_budget,
             ratio: self.cfg.ratio,
             interval_secs: self.cfg.interval.as_secs_f64(),
@@ -396,9 +430,14 @@ impl Engine {
                 Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
             }
         }
-        for note in &plan.notes {
-            self.events.decision(None, note.clone());
+        let kinds: Vec<String> = plan.notes.iter().map(|n| n.split(':').next().unwrap_or("").to_string()).collect();
+        if kinds != self.note_kinds {
+            for note in &plan.notes {
+                self.events.decision(None, note.clone());
+            }
+            self.note_kinds = kinds;
         }
+        self.notes = plan.notes.clone();
         let mut order: Vec<&tierd_core::plan::TenantPlan> = plan.tenants.iter().collect();
         order.sort_by_key(|p| {
             p.quota.unwrap_or(u64::MAX) as i128
@@ -433,28 +472,79 @@ impl Engine {
             } else {
                 t.reason = tp.reason.clone();
             }
-            for (advice, ranges) in [("demote", &tp.demote), ("prefetch", &tp.prefetch), ("collapse", &tp.collapse)] {
-                for p in &t.procs {
-                    let mine: Vec<(u64, u64)> =
-                        ranges.iter().filter(|r| r.pid == p.pid()).map(|r| (r.start, r.len)).collect();
-                    if mine.is_empty() {
-                        continue;
-                    }
-                    let moved = match advice {
-                        "demote" => mover::demote_ranges(p, &mine),
-                        "prefetch" => mover::prefetch_ranges(&self.proc, p, &mine),
-                        _ => mover::Moved {
-                            advise: p.advise(tierd_sys::madvise::Advice::Collapse, &mine),
-                            bytes: 0,
-                            scan_errors: 0,
-                        },
-                    };
-                    if moved.advise.errors > 0 {
-                        *t.errors.entry(format!("process_madvise {advice}")).or_insert(0) += moved.advise.errors;
-                    }
-                }
+            if tp.woke {
+                t.woke_at = Some(now);
+            }
+            let (demoted, prefetched, collapsed) = self.carry_out_moves(tp);
+            let t = self.tenants.get_mut(&tp.name).expect("checked above");
+            let mut did = Vec::new();
+            if tp.woke {
+                did.push("woke up".to_string());
+            }
+            if prefetched > 0 {
+                did.push(format!("prefetched {}", human(prefetched)));
+            }
+            if demoted > 0 {
+                did.push(format!("demoted {} in {} cold regions", human(demoted), tp.demote.len()));
+            }
+            if collapsed > 0 {
+                did.push(format!("rebuilt {} regions as huge pages", collapsed));
+            }
+            if !did.is_empty() {
+                let msg = format!("{}: {}", did.join(", "), tp.reason);
+                t.decide(now, msg.clone());
+                self.events.decision(Some(tp.name.as_str()), msg);
             }
         }
+    }
+
+    /// Carries out a tenant plan's page moves; returns bytes demoted, bytes prefetched
+    /// and regions collapsed.
+    fn carry_out_moves(&mut self, tp: &tierd_core::plan::TenantPlan) -> (u64, u64, usize) {
+        let rel = self.tenant_rel(&tp.name);
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return (0, 0, 0) };
+        let (mut demoted, mut prefetched, mut collapsed) = (0, 0, 0);
+        let mut failed: Vec<(&str, tierd_sys::madvise::AdviseResult)> = Vec::new();
+        let now = now_secs();
+        let window = self.cfg.tracker.window.as_secs_f64();
+        t.prefetched.retain(|_, at| now - *at < window);
+        let fresh: Vec<tierd_core::snapshot::Range> =
+            tp.prefetch.iter().filter(|r| !t.prefetched.contains_key(&(r.pid, r.start))).copied().collect();
+        for r in &fresh {
+            t.prefetched.insert((r.pid, r.start), now);
+        }
+        for p in &t.procs {
+            let mine = |ranges: &[tierd_core::snapshot::Range]| -> Vec<(u64, u64)> {
+                ranges.iter().filter(|r| r.pid == p.pid()).map(|r| (r.start, r.len)).collect()
+            };
+            let ranges = mine(&tp.demote);
+            if !ranges.is_empty() {
+                let m = mover::demote_ranges(p, &ranges);
+                demoted += m.advise.bytes;
+                failed.push(("process_madvise MADV_PAGEOUT", m.advise));
+            }
+            let ranges = mine(&fresh);
+            if !ranges.is_empty() {
+                let m = mover::prefetch_ranges(&self.proc, p, &ranges);
+                prefetched += m.bytes;
+                failed.push(("process_madvise MADV_WILLNEED", m.advise));
+            }
+            let ranges = mine(&tp.collapse);
+            if !ranges.is_empty() {
+                let r = p.advise(tierd_sys::madvise::Advice::Collapse, &ranges);
+                collapsed += (r.bytes / mover::HUGE) as usize;
+                failed.push(("process_madvise MADV_COLLAPSE", r));
+            }
+        }
+        for (op, r) in failed {
+            t.count_advise(op, &r);
+        }
+        // Demoted pages now wait in the swap cache, written and clean: the kernel drops
+        // them first and without I/O whenever this tenant's DRAM is wanted. Squeezing
+        // them out now (as `tierctl demote` does) would also evict the tracker's
+        // sampled hot pages, turning their refaults into tier reads.
+        let _ = rel;
+        (demoted, prefetched, collapsed)
     }
 
     fn capacity(&self) -> Capacity {
@@ -785,8 +875,10 @@ impl Engine {
                 reserve_bytes: t.spec.reserve,
                 limit_bytes: t.spec.limit,
                 shares: t.spec.shares,
-                active_bytes: None,
-                active_ci_bytes: None,
+                active_bytes: t.tracker.as_ref().and_then(|tr| tr.activeness()).map(|a| a.active_bytes),
+                active_ci_bytes: t.tracker.as_ref().and_then(|tr| tr.activeness()).map(|a| a.ci_bytes),
+                tracker_sample_pages: t.tracker.as_ref().map_or(0, |tr| tr.cost().sample_pages),
+                tracker_seconds: t.tracker.as_ref().map_or(0.0, |tr| tr.cost().seconds),
                 major_faults: t.measure.major_faults_total,
                 major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
                 reason: t.reason.clone(),

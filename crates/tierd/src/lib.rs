@@ -13,3 +13,4 @@ pub mod server;
 pub mod state;
 pub mod tenant;
 pub mod tier;
+pub mod tracker;

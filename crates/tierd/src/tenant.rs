@@ -1,12 +1,14 @@
 //! A tenant as the daemon runs it: its settings, processes, cgroup and measurements.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::process::Child;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use tierd_core::tenant::TenantSpec;
 use tierd_sys::madvise::{AdviseResult, Pidfd};
+
+use crate::tracker::Tracker;
 
 /// How many decisions `tierctl explain` can show per tenant.
 const DECISIONS_KEPT: usize = 64;
@@ -66,6 +68,15 @@ pub struct Tenant {
     /// Failed operations, by name.
     pub errors: BTreeMap<String, u64>,
     pub measure: Measure,
+    /// Activeness tracker (the `tierd` policy only: sampling disturbs the baselines).
+    pub tracker: Option<Box<dyn Tracker>>,
+    /// Tier-1 fault rates of recent intervals, oldest first.
+    pub fault_rates: VecDeque<f64>,
+    /// When the policy last saw the tenant wake up (seconds since the epoch).
+    pub woke_at: Option<f64>,
+    /// Regions prefetched lately, by (pid, start), with when: their pages wait in the
+    /// swap cache, still marked swapped, so they are not asked for again at once.
+    pub prefetched: HashMap<(u32, u64), f64>,
 }
 
 impl Tenant {
@@ -81,7 +92,20 @@ impl Tenant {
             decisions: VecDeque::new(),
             errors: BTreeMap::new(),
             measure: Measure::default(),
+            tracker: None,
+            fault_rates: VecDeque::new(),
+            woke_at: None,
+            prefetched: HashMap::new(),
         }
+    }
+
+    /// The average tier-1 fault rate before the last interval.
+    pub fn fault_rate_before(&self) -> f64 {
+        let n = self.fault_rates.len();
+        if n < 2 {
+            return 0.0;
+        }
+        self.fault_rates.iter().take(n - 1).sum::<f64>() / (n - 1) as f64
     }
 
     pub fn pids(&self) -> Vec<u32> {

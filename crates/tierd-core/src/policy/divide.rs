@@ -11,6 +11,8 @@ pub struct Claim {
     pub cap: u64,
     /// Weight when the budget is short (shares, or size for proportional quotas).
     pub weight: u64,
+    /// Weight for the spare left once every demand is met.
+    pub spare_weight: u64,
 }
 
 /// Divides `total` bytes among the claims and returns each one's part, in order.
@@ -18,7 +20,7 @@ pub struct Claim {
 /// 1. Every claim gets its floor (scaled down if the floors alone exceed `total`).
 /// 2. What is left goes toward each claim's demand, by weight (water-filling: a claim
 ///    that is satisfied hands its unused part to the others).
-/// 3. What is still left goes toward each cap, by weight, so no DRAM idles.
+/// 3. What is still left goes toward each cap, by spare weight, so no DRAM idles.
 ///
 /// No claim ever gets more than its cap, and the parts never sum to more than `total`.
 pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
@@ -33,8 +35,9 @@ pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
     let mut left = total - parts.iter().sum::<u64>();
     let demands: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.demand.min(cap)).collect();
     let weights: Vec<u64> = claims.iter().map(|c| c.weight.max(1)).collect();
+    let spare_weights: Vec<u64> = claims.iter().map(|c| c.spare_weight.max(1)).collect();
     left = fill(&mut parts, &demands, &weights, left);
-    fill(&mut parts, &caps, &weights, left);
+    fill(&mut parts, &caps, &spare_weights, left);
     parts
 }
 
@@ -45,7 +48,7 @@ fn fill(parts: &mut [u64], targets: &[u64], weights: &[u64], mut left: u64) -> u
         if hungry.is_empty() || left == 0 {
             return left;
         }
-        let weight_sum: u128 = hungry.iter().map(|&i| weights[i] as u128).sum();
+        let weight_sum: u128 = hungry.iter().map(|&i| weights[i] as u128).sum::<u128>().max(1);
         let round = left;
         let mut given = 0;
         for &i in &hungry {
@@ -66,7 +69,17 @@ mod tests {
     use super::*;
 
     fn claim(floor: u64, demand: u64, cap: u64, weight: u64) -> Claim {
-        Claim { floor, demand, cap, weight }
+        Claim { floor, demand, cap, weight, spare_weight: weight }
+    }
+
+    #[test]
+    fn spare_follows_its_own_weights() {
+        let mut a = claim(0, 10, 100, 1);
+        let mut b = claim(0, 30, 100, 1);
+        a.spare_weight = 10;
+        b.spare_weight = 30;
+        let parts = divide(80, &[a, b]);
+        assert_eq!(parts, vec![20, 60], "spare split 1:3 like the demands");
     }
 
     #[test]

@@ -15,7 +15,13 @@ pub fn plan(snap: &Snapshot) -> Plan {
         .map(|t| {
             let cap = t.spec.limit.unwrap_or(budget).max(t.spec.reserve);
             // A tenant that has not grown yet still weighs MIN_QUOTA, so it can grow.
-            Claim { floor: t.spec.reserve, demand: t.size().max(MIN_QUOTA), cap, weight: t.size().max(MIN_QUOTA) }
+            Claim {
+                floor: t.spec.reserve,
+                demand: t.size().max(MIN_QUOTA),
+                cap,
+                weight: t.size().max(MIN_QUOTA),
+                spare_weight: t.size().max(MIN_QUOTA),
+            }
         })
         .collect();
     let parts = divide(budget, &claims);

@@ -2,6 +2,8 @@
 //!
 //! - `none`: plain Linux swap, one limit over all tenants (the baseline).
 //! - `static`: fixed quotas in proportion to tenant size.
+//! - `tierd`: quotas from measured activeness, proactive demotion of cold regions,
+//!   wake-up prefetch, demotion throttled when the tier is slow.
 //!
 //! All of them divide the DRAM budget with [`divide`], which honours reserves (floors),
 //! limits (caps) and shares (weights) the same way everywhere.
@@ -9,6 +11,7 @@
 mod divide;
 mod fixed;
 mod none;
+mod tierd;
 
 pub use divide::{Claim, divide};
 
@@ -23,7 +26,8 @@ pub const MIN_QUOTA: u64 = 32 << 20;
 pub fn plan(kind: PolicyKind, snap: &Snapshot) -> Plan {
     match kind {
         PolicyKind::None => none::plan(snap),
-        PolicyKind::Static | PolicyKind::Tierd => fixed::plan(snap),
+        PolicyKind::Static => fixed::plan(snap),
+        PolicyKind::Tierd => tierd::plan(snap),
     }
 }
 
@@ -59,6 +63,7 @@ pub(crate) mod testutil {
             dram_budget: budget,
             ratio: 1.0,
             interval_secs: 10.0,
+            window_secs: 60.0,
             tier: TierView { size_bytes: budget, ..TierView::default() },
             tenants,
         }

@@ -52,6 +52,12 @@ struct Args {
     /// Control-loop interval, e.g. 10s.
     #[arg(long)]
     interval: Option<String>,
+    /// Activeness window: "hot" means touched within it (default 60s).
+    #[arg(long)]
+    window: Option<String>,
+    /// Pages the tracker samples per tenant and interval at first (default 1024).
+    #[arg(long)]
+    sample_pages: Option<u32>,
     /// Name of tierd's cgroup subtree under its own cgroup.
     #[arg(long)]
     cgroup_name: Option<String>,
@@ -100,6 +106,8 @@ fn run() -> anyhow::Result<()> {
     raw.state_dir = args.state_dir.or(raw.state_dir);
     raw.socket = args.socket.or(raw.socket);
     raw.cgroup_name = args.cgroup_name.or(raw.cgroup_name);
+    raw.tracker.window = args.window.or(raw.tracker.window);
+    raw.tracker.sample_pages = args.sample_pages.or(raw.tracker.sample_pages);
     raw.tier.path = args.tier.or(raw.tier.path);
     raw.tier.size = args.tier_size.or(raw.tier.size);
     raw.tier.backing = args.tier_backing.unwrap_or(raw.tier.backing);

@@ -1,0 +1,478 @@
+//! `tierd`: DRAM quotas from measured activeness.
+//!
+//! Each tenant *needs* its active memory (the tracker's windowed estimate, or the last
+//! interval's if higher, plus the confidence interval) and some headroom so its hot
+//! set fits. DRAM is divided with [`divide`]: reserves first, then needs by shares,
+//! then the spare in proportion to need × shares. A tenant not measured yet is taken
+//! as fully active, so a newcomer can grow.
+//!
+//! Around that:
+//! - **wake-up**: a jump in a tenant's tier-1 fault rate means it woke; its need goes
+//!   back at once to the peak it had before going idle, and its most recently hot
+//!   regions still on the tier are prefetched (then rebuilt as huge pages where they
+//!   were huge), for one window after the wake-up;
+//! - **proactive demotion**: regions idle for longer than the tenant's threshold (the
+//!   window, or half of it when DRAM is short) are paged out while the tenant holds
+//!   more DRAM than it needs, so free room waits for bursts;
+//! - **tier bandwidth**: demotion stops while tier read latency is above 400 µs or the
+//!   device is saturated, and the plan says so;
+//! - **noisy neighbours**: a tenant that suddenly needs more gets it only from the
+//!   spare and its own share; others' needs are met first when DRAM is short.
+
+use crate::health::{self, Colour};
+use crate::plan::{Plan, TenantPlan};
+use crate::policy::{Claim, MIN_QUOTA, divide};
+use crate::size::human;
+use crate::snapshot::{Range, Region, Snapshot, TenantView};
+
+/// A tenant wakes when its tier-1 faults reach this rate (per second)…
+pub const WAKE_MIN_FAULTS: f64 = 50.0;
+/// …and this multiple of its recent average, while it touched far more in the last
+/// interval than over the window (twice, plus [`WAKE_MIN_JUMP_BYTES`]). The fault
+/// rate alone also rises when a busy tenant's sampled pages are reclaimed; the pair
+/// says the tenant itself changed phase. The rate floor is low so a slow tier (a few
+/// hundred reads a second at most) still shows a wake-up.
+pub const WAKE_JUMP: f64 = 4.0;
+pub const WAKE_MIN_JUMP_BYTES: u64 = 16 << 20;
+/// Device busy above this fraction counts as saturated.
+pub const SATURATED: f64 = 0.9;
+/// Proactive demotion per tenant, bytes per second of interval.
+pub const DEMOTE_RATE: u64 = 256 << 20;
+/// Prefetch per tenant, bytes per second of interval (about what `MADV_WILLNEED` does).
+pub const PREFETCH_RATE: u64 = 1 << 30;
+/// Unreturned samples a region needs before it may be demoted as cold.
+pub const COLD_EVIDENCE: u32 = 2;
+/// Huge-page rebuilds per tenant per interval.
+pub const COLLAPSE_REGIONS: usize = 32;
+/// A quota is not lowered by less than this fraction (avoids churn from estimate noise).
+pub const HYSTERESIS: f64 = 0.05;
+
+/// Room above the active set so the hot set fits: 1/8 of it plus 8 MiB.
+pub fn headroom(active: u64) -> u64 {
+    active / 8 + (8 << 20)
+}
+
+/// What a tenant needs this interval, and why.
+struct Need {
+    bytes: u64,
+    waking: bool,
+    recently_woke: bool,
+    why: String,
+}
+
+fn need(t: &TenantView, window: f64) -> Need {
+    let size = t.size().max(MIN_QUOTA);
+    let Some(a) = t.activeness else {
+        return Need {
+            bytes: size,
+            waking: false,
+            recently_woke: false,
+            why: format!("not measured yet: taken as fully active ({})", human(size)),
+        };
+    };
+    let waking = t.tier_faults_per_sec >= WAKE_MIN_FAULTS
+        && t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg
+        && a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
+    let recently_woke = t.woke_secs_ago.is_some_and(|s| s < window);
+    let measured = a.active_bytes.max(a.last_interval_bytes) + a.ci_bytes;
+    let mut why = format!(
+        "active {} ±{} over {:.0} s, {} in the last interval",
+        human(a.active_bytes),
+        human(a.ci_bytes),
+        window,
+        human(a.last_interval_bytes)
+    );
+    let mut active = measured;
+    if waking {
+        active = active.max(a.peak_bytes);
+        why = format!(
+            "woke up: tier faults {:.0}/s vs {:.0}/s before, so back to its peak active {}",
+            t.tier_faults_per_sec,
+            t.tier_faults_per_sec_avg,
+            human(a.peak_bytes)
+        );
+    } else if recently_woke {
+        active = active.max(a.peak_bytes);
+        why = format!(
+            "woke {:.0} s ago: kept at its peak active {} for one window",
+            t.woke_secs_ago.unwrap_or(0.0),
+            human(a.peak_bytes)
+        );
+    }
+    let bytes = (active + headroom(active)).clamp(MIN_QUOTA.min(size), size);
+    Need { bytes, waking, recently_woke, why: format!("{why} + headroom → needs {}", human(bytes)) }
+}
+
+fn throttle_reason(snap: &Snapshot) -> Option<String> {
+    if let Some(us) = snap.tier.read_latency_us
+        && health::tier_read_latency(us) == Colour::Red
+    {
+        return Some(format!("demotion throttled: tier read latency {us:.0} µs is above 400 µs"));
+    }
+    if snap.tier.utilization >= SATURATED {
+        return Some(format!("demotion throttled: tier device busy {:.0}% of the time", snap.tier.utilization * 100.0));
+    }
+    None
+}
+
+/// Regions to prefetch for a waking tenant: those with pages on the tier, most recently
+/// hot first, up to `room` bytes.
+fn prefetch_regions(regions: &[Region], room: u64) -> Vec<Range> {
+    let mut hot: Vec<&Region> = regions.iter().filter(|r| r.tier_bytes > 0).collect();
+    hot.sort_by(|a, b| a.idle_secs.unwrap_or(f64::MAX).total_cmp(&b.idle_secs.unwrap_or(f64::MAX)));
+    let mut out = Vec::new();
+    let mut total = 0;
+    for r in hot {
+        if total >= room {
+            break;
+        }
+        total += r.tier_bytes;
+        out.push(r.range);
+    }
+    out
+}
+
+/// Regions idle for at least `threshold` seconds, with the evidence of
+/// [`COLD_EVIDENCE`] unreturned samples, that still hold DRAM; coldest first, up to
+/// `budget` bytes.
+fn cold_regions(regions: &[Region], threshold: f64, budget: u64) -> Vec<Range> {
+    let mut cold: Vec<&Region> = regions
+        .iter()
+        .filter(|r| r.dram_bytes > 0 && r.cold_samples >= COLD_EVIDENCE && r.idle_secs.is_some_and(|s| s >= threshold))
+        .collect();
+    cold.sort_by(|a, b| b.idle_secs.unwrap_or(0.0).total_cmp(&a.idle_secs.unwrap_or(0.0)));
+    let mut out = Vec::new();
+    let mut total = 0;
+    for r in cold {
+        if total + r.dram_bytes > budget {
+            break;
+        }
+        total += r.dram_bytes;
+        out.push(r.range);
+    }
+    out
+}
+
+/// Regions that were on huge pages and are whole in DRAM again on small pages.
+fn collapse_regions(regions: &[Region]) -> Vec<Range> {
+    regions
+        .iter()
+        .filter(|r| r.was_huge && r.tier_bytes == 0 && r.huge_bytes == 0 && r.dram_bytes >= r.range.len / 2)
+        .take(COLLAPSE_REGIONS)
+        .map(|r| r.range)
+        .collect()
+}
+
+pub fn plan(snap: &Snapshot) -> Plan {
+    let budget = snap.dram_budget;
+    let window = snap.window_secs.max(snap.interval_secs);
+    let needs: Vec<Need> = snap.tenants.iter().map(|t| need(t, window)).collect();
+    let claims: Vec<Claim> = snap
+        .tenants
+        .iter()
+        .zip(&needs)
+        .map(|(t, n)| {
+            let floor = t.spec.reserve.max(t.pinned);
+            let cap = t.spec.limit.unwrap_or(budget).min(t.size().max(MIN_QUOTA)).max(floor);
+            let shares = t.spec.shares as u64;
+            Claim { floor, demand: n.bytes, cap, weight: shares, spare_weight: shares * (n.bytes >> 20).max(1) }
+        })
+        .collect();
+    let parts = divide(budget, &claims);
+    let total_need: u64 = claims.iter().map(|c| c.demand.min(c.cap).max(c.floor)).sum();
+    let short = total_need > budget;
+    let throttle = throttle_reason(snap);
+    let total_shares: u64 = snap.tenants.iter().map(|t| t.spec.shares as u64).sum::<u64>().max(1);
+
+    let mut notes = Vec::new();
+    if short {
+        notes.push(format!(
+            "DRAM short: tenants need {} of the {} budget; reserves first, then shares decide",
+            human(total_need),
+            human(budget)
+        ));
+    }
+    if let Some(r) = &throttle {
+        notes.push(r.clone());
+    }
+
+    let tenants = snap
+        .tenants
+        .iter()
+        .zip(needs)
+        .zip(parts)
+        .zip(&claims)
+        .map(|(((t, n), part), claim)| {
+            let mut quota = part;
+            // Hold the quota through small dips in the estimate.
+            if let Some(cur) = t.quota
+                && quota < cur
+                && !short
+                && ((cur - quota) as f64) < cur as f64 * HYSTERESIS
+            {
+                quota = cur;
+            }
+            let mut reason = n.why.clone();
+            if quota >= n.bytes {
+                if quota > n.bytes {
+                    reason += &format!("; quota {} (+{} spare)", human(quota), human(quota - n.bytes));
+                } else {
+                    reason += &format!("; quota {}", human(quota));
+                }
+            } else if let Some(limit) = t.spec.limit
+                && limit < n.bytes
+                && quota >= limit.min(claim.cap)
+            {
+                reason += &format!("; quota {}: capped by --limit {}", human(quota), human(limit));
+            } else {
+                reason += &format!(
+                    "; quota {}: DRAM short, its share is {} of {}",
+                    human(quota),
+                    t.spec.shares,
+                    total_shares
+                );
+            }
+            if t.spec.reserve > 0 {
+                reason += &format!(", reserve {}", human(t.spec.reserve));
+            }
+
+            let mut tp = TenantPlan::quota_only(t.spec.name.clone(), Some(quota), reason);
+            tp.woke = n.waking;
+            if n.waking || n.recently_woke {
+                // Bring back what it needs (its peak), not everything it has on the tier.
+                let room =
+                    quota.min(n.bytes).saturating_sub(t.dram).min((PREFETCH_RATE as f64 * snap.interval_secs) as u64);
+                tp.prefetch = prefetch_regions(&t.regions, room);
+                if !tp.prefetch.is_empty() {
+                    let bytes: u64 =
+                        t.regions.iter().filter(|r| tp.prefetch.contains(&r.range)).map(|r| r.tier_bytes).sum();
+                    tp.reason += &format!("; prefetching {} in {} regions", human(bytes), tp.prefetch.len());
+                }
+            } else if throttle.is_none() && t.dram > n.bytes {
+                let threshold = if short { window / 2.0 } else { window };
+                let budget = (t.dram - n.bytes).min((DEMOTE_RATE as f64 * snap.interval_secs) as u64);
+                tp.demote = cold_regions(&t.regions, threshold, budget);
+                if !tp.demote.is_empty() {
+                    tp.reason += &format!("; demoting {} regions idle ≥ {:.0} s", tp.demote.len(), threshold);
+                }
+            }
+            tp.collapse = collapse_regions(&t.regions);
+            tp
+        })
+        .collect();
+    Plan { group_limit: Some(budget), tenants, notes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testutil::*;
+    use crate::snapshot::{Activeness, Region};
+
+    fn active(mut t: TenantView, bytes: u64) -> TenantView {
+        t.activeness =
+            Some(Activeness { active_bytes: bytes, ci_bytes: 0, peak_bytes: bytes, last_interval_bytes: bytes });
+        t
+    }
+
+    fn quota(p: &Plan, name: &str) -> u64 {
+        p.tenant(name).unwrap().quota.unwrap()
+    }
+
+    fn region(start: u64, idle: Option<f64>, dram: u64, tier: u64) -> Region {
+        Region {
+            range: Range { pid: 1, start, len: 2 * MIB },
+            idle_secs: idle,
+            cold_samples: 3,
+            dram_bytes: dram,
+            tier_bytes: tier,
+            was_huge: false,
+            huge_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn all_tenants_fit_and_quotas_follow_need() {
+        let p = plan(&snap(GIB, vec![active(tenant("a", GIB), 100 * MIB), active(tenant("b", GIB), 300 * MIB)]));
+        let (a, b) = (quota(&p, "a"), quota(&p, "b"));
+        assert!(a >= 100 * MIB + headroom(100 * MIB), "{a}");
+        assert!(b >= 300 * MIB + headroom(300 * MIB), "{b}");
+        assert!(a + b <= GIB);
+        assert!(a + b >= GIB - MIB, "the spare is handed out");
+        let ratio = b as f64 / a as f64;
+        let need_ratio = (300 + 300 / 8 + 8) as f64 / (100 + 100 / 8 + 8) as f64;
+        assert!((ratio - need_ratio).abs() < 0.05, "spare follows need: {ratio} vs {need_ratio}");
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+        assert!(p.tenant("a").unwrap().reason.contains("active 100 MiB"), "{}", p.tenant("a").unwrap().reason);
+    }
+
+    #[test]
+    fn when_activeness_exceeds_dram_shares_decide() {
+        let mut a = active(tenant("a", 2 * GIB), GIB);
+        a.spec.shares = 300;
+        let b = active(tenant("b", 2 * GIB), GIB);
+        let p = plan(&snap(GIB, vec![a, b]));
+        assert_eq!(quota(&p, "a"), 3 * GIB / 4);
+        assert_eq!(quota(&p, "b"), GIB / 4);
+        assert!(p.notes[0].contains("DRAM short"), "{:?}", p.notes);
+        assert!(p.tenant("b").unwrap().reason.contains("its share is 100 of 400"), "{}", p.tenant("b").unwrap().reason);
+    }
+
+    #[test]
+    fn a_reserve_is_guaranteed() {
+        let mut a = active(tenant("a", GIB), 100 * MIB);
+        a.spec.reserve = 600 * MIB;
+        let p = plan(&snap(GIB, vec![a, active(tenant("b", 2 * GIB), 2 * GIB)]));
+        assert!(quota(&p, "a") >= 600 * MIB);
+        assert!(quota(&p, "a") + quota(&p, "b") <= GIB);
+    }
+
+    #[test]
+    fn a_limit_caps() {
+        let mut a = active(tenant("a", GIB), 500 * MIB);
+        a.spec.limit = Some(200 * MIB);
+        let p = plan(&snap(4 * GIB, vec![a]));
+        assert_eq!(quota(&p, "a"), 200 * MIB);
+        assert!(p.tenant("a").unwrap().reason.contains("capped by --limit"));
+    }
+
+    #[test]
+    fn a_waking_tenant_gets_its_peak_back_and_prefetches_its_hot_regions() {
+        let mut a = tenant("a", GIB);
+        a.activeness = Some(Activeness {
+            active_bytes: 20 * MIB,
+            ci_bytes: MIB,
+            peak_bytes: 400 * MIB,
+            last_interval_bytes: 90 * MIB,
+        });
+        a.dram = 40 * MIB;
+        a.tier_faults_per_sec = 3000.0;
+        a.tier_faults_per_sec_avg = 5.0;
+        a.regions = vec![
+            region(0, Some(500.0), 0, 2 * MIB),
+            region(2 * MIB, Some(90.0), 0, 2 * MIB),
+            region(4 * MIB, Some(1.0), MIB, MIB),
+            region(6 * MIB, None, 0, 2 * MIB),
+        ];
+        let b = active(tenant("b", GIB), 300 * MIB);
+        let p = plan(&snap(GIB, vec![a, b]));
+        let tp = p.tenant("a").unwrap();
+        assert!(tp.woke);
+        assert!(tp.quota.unwrap() >= 400 * MIB + headroom(400 * MIB), "{tp:?}");
+        let starts: Vec<u64> = tp.prefetch.iter().map(|r| r.start).collect();
+        assert_eq!(starts, vec![4 * MIB, 2 * MIB, 0, 6 * MIB], "most recently hot first");
+        assert!(tp.reason.contains("woke up"), "{}", tp.reason);
+        assert!(tp.demote.is_empty(), "no demotion while waking");
+    }
+
+    #[test]
+    fn faults_without_more_activity_are_not_a_wake_up() {
+        let mut a = active(tenant("a", GIB), 250 * MIB);
+        a.activeness.as_mut().unwrap().peak_bytes = 400 * MIB;
+        a.tier_faults_per_sec = 600.0;
+        a.tier_faults_per_sec_avg = 100.0;
+        let p = plan(&snap(GIB, vec![a]));
+        assert!(!p.tenant("a").unwrap().woke);
+        assert!(p.tenant("a").unwrap().prefetch.is_empty());
+    }
+
+    #[test]
+    fn wake_up_prefetch_stops_at_need() {
+        let mut a = tenant("a", GIB);
+        a.activeness =
+            Some(Activeness { active_bytes: 0, ci_bytes: 0, peak_bytes: 4 * MIB, last_interval_bytes: 20 * MIB });
+        a.tier_faults_per_sec = 500.0;
+        a.dram = 0;
+        a.regions = (0..100).map(|i| region(i * 2 * MIB, Some(i as f64), 0, 2 * MIB)).collect();
+        let p = plan(&snap(GIB, vec![a]));
+        let tp = p.tenant("a").unwrap();
+        assert!(tp.woke);
+        let bytes = tp.prefetch.len() as u64 * 2 * MIB;
+        let need = 20 * MIB + headroom(20 * MIB);
+        assert!(bytes <= need + 2 * MIB && bytes >= need - 2 * MIB, "prefetch {bytes} for need {need}");
+    }
+
+    #[test]
+    fn a_recent_wake_holds_the_peak_for_a_window() {
+        let mut a = active(tenant("a", GIB), 50 * MIB);
+        a.activeness.as_mut().unwrap().peak_bytes = 400 * MIB;
+        a.woke_secs_ago = Some(20.0);
+        let p = plan(&snap(GIB, vec![a.clone()]));
+        assert!(quota(&p, "a") >= 400 * MIB);
+        a.woke_secs_ago = Some(120.0);
+        let p = plan(&snap(2 * GIB, vec![a, active(tenant("b", 4 * GIB), 4 * GIB)]));
+        assert!(quota(&p, "a") < 400 * MIB, "the peak is let go after a window");
+    }
+
+    #[test]
+    fn a_device_at_red_latency_stops_demotion_and_says_so() {
+        let mut a = active(tenant("a", GIB), 100 * MIB);
+        a.dram = 600 * MIB;
+        a.regions = vec![region(0, Some(600.0), 2 * MIB, 0), region(2 * MIB, Some(600.0), 2 * MIB, 0)];
+        let mut s = snap(GIB, vec![a.clone()]);
+        let p = plan(&s);
+        assert_eq!(p.tenant("a").unwrap().demote.len(), 2, "cold regions go while the tier is healthy");
+        s.tier.read_latency_us = Some(800.0);
+        let p = plan(&s);
+        assert!(p.tenant("a").unwrap().demote.is_empty());
+        assert!(p.notes.iter().any(|n| n.contains("throttled") && n.contains("800 µs")), "{:?}", p.notes);
+        s.tier.read_latency_us = Some(100.0);
+        s.tier.utilization = 0.95;
+        assert!(plan(&s).tenant("a").unwrap().demote.is_empty(), "a saturated device throttles too");
+    }
+
+    #[test]
+    fn demotion_takes_only_cold_regions_and_only_what_is_above_need() {
+        let mut a = active(tenant("a", GIB), 100 * MIB);
+        a.dram = 100 * MIB + headroom(100 * MIB) + 3 * MIB;
+        a.regions = vec![
+            region(0, Some(30.0), 2 * MIB, 0), // warm: stays
+            region(2 * MIB, Some(300.0), 2 * MIB, 0),
+            region(4 * MIB, Some(200.0), 2 * MIB, 0),
+            region(6 * MIB, None, 2 * MIB, 0), // never seen idle: unknown, stays
+        ];
+        let p = plan(&snap(4 * GIB, vec![a]));
+        let starts: Vec<u64> = p.tenant("a").unwrap().demote.iter().map(|r| r.start).collect();
+        assert_eq!(starts, vec![2 * MIB], "coldest first, at most the 3 MiB above need");
+    }
+
+    #[test]
+    fn an_unmeasured_tenant_counts_as_fully_active() {
+        let p = plan(&snap(GIB, vec![tenant("new", 512 * MIB), active(tenant("old", GIB), 900 * MIB)]));
+        assert!(quota(&p, "new") >= 400 * MIB, "{}", quota(&p, "new"));
+    }
+
+    #[test]
+    fn small_dips_do_not_churn_the_quota() {
+        let mut a = active(tenant("a", GIB), 100 * MIB);
+        a.quota = Some(400 * MIB);
+        let mut b = active(tenant("b", GIB), 100 * MIB);
+        b.quota = Some(400 * MIB);
+        let p = plan(&snap(790 * MIB, vec![a, b]));
+        assert_eq!(quota(&p, "a"), 400 * MIB, "a 1% dip keeps the quota");
+    }
+
+    #[test]
+    fn a_noisy_neighbour_takes_only_its_share() {
+        let steady: Vec<TenantView> = (0..3).map(|i| active(tenant(&format!("s{i}"), 512 * MIB), 64 * MIB)).collect();
+        let mut all = steady;
+        all.push(active(tenant("noisy", 2 * GIB), 2 * GIB));
+        let p = plan(&snap(GIB, all));
+        for i in 0..3 {
+            assert!(quota(&p, &format!("s{i}")) >= 64 * MIB + headroom(64 * MIB), "steady hot sets keep their DRAM");
+        }
+        assert!(quota(&p, "noisy") <= GIB - 3 * (64 * MIB + headroom(64 * MIB)));
+    }
+
+    #[test]
+    fn huge_regions_are_rebuilt_once_resident() {
+        let mut a = active(tenant("a", GIB), 100 * MIB);
+        let mut r = region(0, Some(1.0), 2 * MIB, 0);
+        r.was_huge = true;
+        let mut on_tier = region(2 * MIB, Some(1.0), MIB, MIB);
+        on_tier.was_huge = true;
+        a.regions = vec![r, on_tier];
+        let p = plan(&snap(GIB, vec![a]));
+        assert_eq!(p.tenant("a").unwrap().collapse, vec![r.range]);
+    }
+}

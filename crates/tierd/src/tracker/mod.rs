@@ -1,0 +1,41 @@
+//! Activeness trackers: how much of a tenant's memory is touched, and where.
+//!
+//! A tracker is asked once per interval to [`Tracker::observe`] a tenant's processes and
+//! then answers with an [`Activeness`] estimate and per-region heat. The only backend
+//! here is [`SamplingTracker`] (statistical sampling with `MADV_PAGEOUT` and
+//! `PAGEMAP_SCAN`), because the kernels tierd runs on often lack DAMON's `vaddr`
+//! operations (these machines do); a DAMON backend would implement the same trait:
+//! its regions' access counts map onto [`Region::idle_secs`], its per-region sizes onto
+//! the activeness estimate.
+
+mod sampling;
+
+pub use sampling::{SamplingConfig, SamplingTracker};
+
+use serde::Serialize;
+use tierd_core::snapshot::{Activeness, Region};
+use tierd_sys::madvise::Pidfd;
+
+/// What a tracker has cost so far.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct TrackerCost {
+    /// Pages sampled in the last interval.
+    pub sample_pages: u64,
+    /// Syscalls made so far (`process_madvise`, `PAGEMAP_SCAN`).
+    pub syscalls: u64,
+    /// Failed syscalls so far.
+    pub errors: u64,
+    /// CPU-side time spent observing, in seconds, so far.
+    pub seconds: f64,
+}
+
+/// Measures one tenant's activeness.
+pub trait Tracker: Send + std::fmt::Debug {
+    /// One interval: read what happened since the last call, prepare the next.
+    fn observe(&mut self, procs: &[Pidfd], now: f64);
+    /// The estimate so far (`None` until one full interval has been observed).
+    fn activeness(&self) -> Option<Activeness>;
+    /// Region heat and placement as of the last observation.
+    fn regions(&self, now: f64) -> Vec<Region>;
+    fn cost(&self) -> TrackerCost;
+}
