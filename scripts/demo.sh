@@ -27,8 +27,8 @@ trap cleanup EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-step "Starting tierd: DRAM budget 1 GiB, tier = 2 GiB file in its state directory (ratio 1:2)"
-"$BIN/tierd" --dram-budget 1G --ratio 2 --policy static --interval 2s \
+step "Starting tierd: DRAM budget 1 GiB, tier = 2 GiB file in its state directory (ratio 1:2), policy tierd"
+"$BIN/tierd" --dram-budget 1G --ratio 2 --policy tierd --interval 2s --window 20s \
   --state-dir "$DEMO/state" --cgroup-name "tierd-demo-$$" 2>"$DEMO/tierd.log" &
 TIERD_PID=$!
 for _ in $(seq 100); do "$BIN/tierctl" status >/dev/null 2>&1 && break; sleep 0.1; done
@@ -42,7 +42,7 @@ done
 
 for t in 15 30 45; do
   sleep 15
-  step "Status after ${t}s: cold memory has moved to the tier, hot sets stay in DRAM"
+  step "Status after ${t}s: tierd measures each hot set (ACTIVE) and sizes quotas from it; cold memory moves to the tier"
   "$BIN/tierctl" status
 done
 

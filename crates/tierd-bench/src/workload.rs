@@ -110,6 +110,8 @@ fn expected(seed: u64, p: usize, w: usize, g: u32) -> u64 {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub t: f64,
+    /// Wall-clock time of the report, seconds since the Unix epoch.
+    pub unix: f64,
     pub phase: PhaseKind,
     pub ops: u64,
     pub ops_per_sec: f64,
@@ -221,6 +223,9 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                     s.json,
                     &Report {
                         t: (now - t0).as_secs_f64(),
+                        unix: std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0.0, |d| d.as_secs_f64()),
                         phase: phase.kind,
                         ops: window_ops,
                         ops_per_sec: window_ops as f64 / dt,

@@ -21,9 +21,9 @@ pub enum PolicyKind {
     /// kernel alone decides what swaps. The seeds' swap-to-SSD baseline.
     None,
     /// Fixed per-tenant quotas in proportion to tenant size.
-    #[default]
     Static,
     /// Quotas and placement from measured activeness.
+    #[default]
     Tierd,
 }
 
@@ -265,7 +265,7 @@ mod tests {
         let c = RawConfig::default().validate(HOST).unwrap();
         assert_eq!(c.dram_budget, 12 * GIB);
         assert_eq!(c.ratio, 1.0);
-        assert_eq!(c.policy, PolicyKind::Static);
+        assert_eq!(c.policy, PolicyKind::Tierd);
         assert_eq!(c.interval, Duration::from_secs(10));
         assert_eq!(c.tier.path, PathBuf::from("/var/lib/tierd/tier.swap"));
         assert_eq!(c.tier.size, 12 * GIB + MIB);

@@ -457,11 +457,19 @@ impl Engine {
             if changed {
                 match self.cg.set_limit(&rel, tp.quota) {
                     Ok(()) => {
+                        // Estimates wobble: every change is applied, but only a change of
+                        // 5% or more is worth a line in the decision log.
+                        let notable = match (t.quota, tp.quota) {
+                            (Some(a), Some(b)) => a.abs_diff(b) as f64 >= 0.05 * a.max(b) as f64,
+                            _ => true,
+                        };
                         let msg = format!("quota {} → {}: {}", show_quota(t.quota), show_quota(tp.quota), tp.reason);
                         t.quota = tp.quota;
                         t.reason = tp.reason.clone();
-                        t.decide(now, msg.clone());
-                        self.events.decision(Some(tp.name.as_str()), msg);
+                        if notable {
+                            t.decide(now, msg.clone());
+                            self.events.decision(Some(tp.name.as_str()), msg);
+                        }
                     }
                     Err(e) => {
                         t.count_error("cgroup limit");

@@ -7,10 +7,12 @@
 //! as fully active, so a newcomer can grow.
 //!
 //! Around that:
-//! - **wake-up**: a jump in a tenant's tier-1 fault rate means it woke; its need goes
-//!   back at once to the peak it had before going idle, and its most recently hot
-//!   regions still on the tier are prefetched (then rebuilt as huge pages where they
-//!   were huge), for one window after the wake-up;
+//! - **wake-up**: a jump in a tenant's tier-1 fault rate together with a jump in what
+//!   it touches means it woke; its need goes back at once to the peak it had before
+//!   going idle, and its most recently hot regions still on the tier are prefetched
+//!   (then rebuilt as huge pages where they were huge), for one window after the
+//!   wake-up. A fault-rate jump alone (a hot set pushed out while busy) also prefetches
+//!   the recently hot regions, within the tenant's need;
 //! - **proactive demotion**: regions idle for longer than the tenant's threshold (the
 //!   window, or half of it when DRAM is short) are paged out while the tenant holds
 //!   more DRAM than it needs, so free room waits for bursts;
@@ -44,12 +46,11 @@ pub const PREFETCH_RATE: u64 = 1 << 30;
 pub const COLD_EVIDENCE: u32 = 2;
 /// Huge-page rebuilds per tenant per interval.
 pub const COLLAPSE_REGIONS: usize = 32;
-/// A quota is not lowered by less than this fraction (avoids churn from estimate noise).
-pub const HYSTERESIS: f64 = 0.05;
 
-/// Room above the active set so the hot set fits: 1/8 of it plus 8 MiB.
+/// Room above the active set so the hot set fits: 1/8 of it plus 16 MiB (which also
+/// holds the tracker's samples in flight, up to 4096 pages).
 pub fn headroom(active: u64) -> u64 {
-    active / 8 + (8 << 20)
+    active / 8 + (16 << 20)
 }
 
 /// What a tenant needs this interval, and why.
@@ -57,6 +58,8 @@ struct Need {
     bytes: u64,
     waking: bool,
     recently_woke: bool,
+    /// Faulting from the tier at a jump in rate: its hot pages are there.
+    faulting: bool,
     why: String,
 }
 
@@ -67,12 +70,13 @@ fn need(t: &TenantView, window: f64) -> Need {
             bytes: size,
             waking: false,
             recently_woke: false,
+            faulting: false,
             why: format!("not measured yet: taken as fully active ({})", human(size)),
         };
     };
-    let waking = t.tier_faults_per_sec >= WAKE_MIN_FAULTS
-        && t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg
-        && a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
+    let faulting =
+        t.tier_faults_per_sec >= WAKE_MIN_FAULTS && t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg;
+    let waking = faulting && a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
     let recently_woke = t.woke_secs_ago.is_some_and(|s| s < window);
     let measured = a.active_bytes.max(a.last_interval_bytes) + a.ci_bytes;
     let mut why = format!(
@@ -100,7 +104,10 @@ fn need(t: &TenantView, window: f64) -> Need {
         );
     }
     let bytes = (active + headroom(active)).clamp(MIN_QUOTA.min(size), size);
-    Need { bytes, waking, recently_woke, why: format!("{why} + headroom → needs {}", human(bytes)) }
+    if faulting && !waking {
+        why += &format!("; faulting from the tier at {:.0}/s", t.tier_faults_per_sec);
+    }
+    Need { bytes, waking, recently_woke, faulting, why: format!("{why} + headroom → needs {}", human(bytes)) }
 }
 
 fn throttle_reason(snap: &Snapshot) -> Option<String> {
@@ -203,15 +210,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
         .zip(parts)
         .zip(&claims)
         .map(|(((t, n), part), claim)| {
-            let mut quota = part;
-            // Hold the quota through small dips in the estimate.
-            if let Some(cur) = t.quota
-                && quota < cur
-                && !short
-                && ((cur - quota) as f64) < cur as f64 * HYSTERESIS
-            {
-                quota = cur;
-            }
+            let quota = part;
             let mut reason = n.why.clone();
             if quota >= n.bytes {
                 if quota > n.bytes {
@@ -238,7 +237,9 @@ pub fn plan(snap: &Snapshot) -> Plan {
 
             let mut tp = TenantPlan::quota_only(t.spec.name.clone(), Some(quota), reason);
             tp.woke = n.waking;
-            if n.waking || n.recently_woke {
+            // A tenant whose hot pages are on the tier gets them back by region, at
+            // sequential speed, instead of one demand fault at a time.
+            if n.waking || n.recently_woke || n.faulting {
                 // Bring back what it needs (its peak), not everything it has on the tier.
                 let room =
                     quota.min(n.bytes).saturating_sub(t.dram).min((PREFETCH_RATE as f64 * snap.interval_secs) as u64);
@@ -300,7 +301,7 @@ mod tests {
         assert!(a + b <= GIB);
         assert!(a + b >= GIB - MIB, "the spare is handed out");
         let ratio = b as f64 / a as f64;
-        let need_ratio = (300 + 300 / 8 + 8) as f64 / (100 + 100 / 8 + 8) as f64;
+        let need_ratio = (300 * MIB + headroom(300 * MIB)) as f64 / (100 * MIB + headroom(100 * MIB)) as f64;
         assert!((ratio - need_ratio).abs() < 0.05, "spare follows need: {ratio} vs {need_ratio}");
         assert!(p.notes.is_empty(), "{:?}", p.notes);
         assert!(p.tenant("a").unwrap().reason.contains("active 100 MiB"), "{}", p.tenant("a").unwrap().reason);
@@ -377,6 +378,24 @@ mod tests {
     }
 
     #[test]
+    fn a_busy_tenant_faulting_from_the_tier_gets_its_hot_regions_prefetched() {
+        let mut a = active(tenant("a", GIB), 60 * MIB);
+        a.activeness.as_mut().unwrap().last_interval_bytes = 4 * MIB;
+        a.dram = 12 * MIB;
+        a.tier_faults_per_sec = 480.0;
+        a.tier_faults_per_sec_avg = 1.0;
+        a.regions = (0..200).map(|i| region(i * 2 * MIB, Some(i as f64), 0, 2 * MIB)).collect();
+        let p = plan(&snap(GIB, vec![a]));
+        let tp = p.tenant("a").unwrap();
+        assert!(!tp.woke, "busy, not waking");
+        let bytes = tp.prefetch.len() as u64 * 2 * MIB;
+        let need = 60 * MIB + headroom(60 * MIB);
+        assert!(bytes >= need - 12 * MIB - 2 * MIB && bytes <= need - 12 * MIB + 2 * MIB, "{bytes} vs {need}");
+        assert_eq!(tp.prefetch[0].start, 0, "most recently hot first");
+        assert!(tp.reason.contains("faulting from the tier"), "{}", tp.reason);
+    }
+
+    #[test]
     fn wake_up_prefetch_stops_at_need() {
         let mut a = tenant("a", GIB);
         a.activeness =
@@ -440,16 +459,6 @@ mod tests {
     fn an_unmeasured_tenant_counts_as_fully_active() {
         let p = plan(&snap(GIB, vec![tenant("new", 512 * MIB), active(tenant("old", GIB), 900 * MIB)]));
         assert!(quota(&p, "new") >= 400 * MIB, "{}", quota(&p, "new"));
-    }
-
-    #[test]
-    fn small_dips_do_not_churn_the_quota() {
-        let mut a = active(tenant("a", GIB), 100 * MIB);
-        a.quota = Some(400 * MIB);
-        let mut b = active(tenant("b", GIB), 100 * MIB);
-        b.quota = Some(400 * MIB);
-        let p = plan(&snap(790 * MIB, vec![a, b]));
-        assert_eq!(quota(&p, "a"), 400 * MIB, "a 1% dip keeps the quota");
     }
 
     #[test]

@@ -1,0 +1,176 @@
+//! Real-kernel tests of the `tierd` policy with workload-generator tenants whose hot
+//! sets are known: the activeness estimate, quotas in proportion, wake-up, and a noisy
+//! neighbour.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::*;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn mib(v: &Value) -> f64 {
+    u(v) as f64 / MIB as f64
+}
+
+const FAST: [&str; 8] = ["--policy", "tierd", "--interval", "2s", "--window", "16s", "--sample-pages", "1024"];
+
+fn daemon(budget: &str, extra: &[&str]) -> Daemon {
+    let mut args = vec!["--dram-budget", budget, "--ratio", "2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(extra);
+    Daemon::start(&args)
+}
+
+#[test]
+fn the_activeness_estimate_lands_within_15_percent_of_the_hot_set() {
+    let _g = serial();
+    let mut d = daemon("2G", &[]);
+    d.run_workload(
+        "w",
+        &["--size", "1G"],
+        &["--size", "1G", "--hot", "256M", "--duration", "70s", "--json", "--report", "5s"],
+    );
+    // Fill, then a full window of estimates.
+    std::thread::sleep(Duration::from_secs(30));
+    let mut readings = Vec::new();
+    for _ in 0..5 {
+        let t = d.tenant("w");
+        readings.push((mib(&t["active_bytes"]), mib(&t["active_ci_bytes"])));
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    for (active, ci) in &readings {
+        assert!((active / 256.0 - 1.0).abs() <= 0.15, "estimate {active:.0} MiB vs hot set 256 MiB: {readings:?}");
+        assert!(*ci < 0.15 * 256.0, "confidence interval ±{ci:.0} MiB too wide: {readings:?}");
+    }
+    let t = d.tenant("w");
+    assert!(u(&t["tracker_sample_pages"]) > 0, "{t:#}");
+    assert!(t["reason"].as_str().unwrap().contains("active"), "{t:#}");
+}
+
+#[test]
+fn two_tenants_with_different_hot_sets_get_quotas_in_proportion() {
+    let _g = serial();
+    let mut d = daemon("512M", &[]);
+    let work = |hot: &'static str| ["--size", "512M", "--hot", hot, "--duration", "60s", "--json", "--report", "5s"];
+    d.run_workload("small", &["--size", "512M"], &work("64M"));
+    d.run_workload("large", &["--size", "512M"], &work("256M"));
+    std::thread::sleep(Duration::from_secs(35));
+    let (small, large) = (d.tenant("small"), d.tenant("large"));
+    let (qs, ql) = (mib(&small["quota_bytes"]), mib(&large["quota_bytes"]));
+    assert!(qs >= 64.0 && ql >= 256.0, "each quota holds its hot set: {qs:.0} {ql:.0}");
+    assert!(qs + ql <= 512.5, "within the budget: {qs:.0} + {ql:.0}");
+    let ratio = ql / qs;
+    assert!((3.0..=5.0).contains(&ratio), "hot sets 1:4, quotas {qs:.0}:{ql:.0} MiB (ratio {ratio:.2})");
+    let e = d.ctl(&["explain", "large"]);
+    assert!(e.contains("quota") && e.contains("active"), "{e}");
+}
+
+/// Wall-clock bounds of the wake-up: the last idle report and the first active one
+/// after it (the phase changed in between).
+fn wake_window(stdout: &str) -> Option<(f64, f64)> {
+    let mut last_idle = None;
+    for line in stdout.lines().filter(|l| l.starts_with('{') && l.contains("\"phase\"")) {
+        let v: Value = serde_json::from_str(line).ok()?;
+        match v["phase"].as_str()? {
+            "idle" => last_idle = v["unix"].as_f64(),
+            "active" if last_idle.is_some() => return Some((last_idle?, v["unix"].as_f64()?)),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+#[test]
+fn an_idle_tenant_that_wakes_up_gets_its_quota_back_within_two_intervals() {
+    let _g = serial();
+    let mut d = daemon("512M", &[]);
+    d.run_workload(
+        "sleepy",
+        &["--size", "384M"],
+        &["--size", "384M", "--hot", "192M", "--phase", "active:26s,idle:34s,active:20s", "--json", "--report", "1s"],
+    );
+    d.run_workload(
+        "busy",
+        &["--size", "512M"],
+        &["--size", "512M", "--hot", "320M", "--duration", "85s", "--json", "--report", "5s"],
+    );
+    std::thread::sleep(Duration::from_secs(22));
+    let before = mib(&d.tenant("sleepy")["quota_bytes"]);
+    assert!(before >= 192.0, "an active tenant's quota holds its hot set: {before:.0} MiB");
+
+    // While it idles its quota falls and the busy tenant pushes its memory out.
+    let mut samples: Vec<(f64, f64, f64)> = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(58) {
+        let t = d.tenant("sleepy");
+        samples.push((unix_now(), mib(&t["quota_bytes"]), mib(&t["tier_bytes"])));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let low = samples.iter().map(|s| s.1).fold(f64::MAX, f64::min);
+    assert!(low < before * 0.5, "the idle tenant's quota fell: {before:.0} → {low:.0} MiB");
+    let pushed = samples.iter().map(|s| s.2).fold(0.0, f64::max);
+    assert!(pushed > 100.0, "its memory went to the tier while idle: {pushed:.0} MiB");
+
+    let (idle_end, _) = wake_window(&d.tenant_stdout("sleepy")).expect("the workload reported its wake-up");
+    // Back means room for its 192 MiB hot set again, and the hot set back in DRAM.
+    let tier_at_wake = samples.iter().rev().find(|s| s.0 <= idle_end).map_or(0.0, |s| s.2);
+    let back = samples
+        .iter()
+        .find(|s| s.0 > idle_end && s.1 >= 192.0)
+        .unwrap_or_else(|| panic!("the quota never came back above the hot set after {idle_end}: {samples:?}"));
+    let took = back.0 - idle_end;
+    // Two intervals of 2 s, plus the 1 s granularity of the workload's reports.
+    assert!(took <= 5.0, "quota back {took:.1} s after the wake-up (two intervals are 4 s)");
+    let resident = samples
+        .iter()
+        .find(|s| s.0 > idle_end && tier_at_wake - s.2 >= 150.0)
+        .unwrap_or_else(|| panic!("the hot set did not come back from the tier: {samples:?}"));
+    assert!(resident.0 - idle_end <= 5.0, "hot set back in DRAM {:.1} s after the wake-up", resident.0 - idle_end);
+    let explain = d.ctl(&["explain", "sleepy"]);
+    assert!(explain.contains("woke up"), "tierd says it saw the wake-up: {explain}");
+}
+
+#[test]
+fn a_noisy_tenant_leaves_the_others_hot_sets_resident() {
+    let _g = serial();
+    let mut d = daemon("1G", &[]);
+    let steady = ["--size", "384M", "--hot", "64M", "--duration", "75s", "--json", "--report", "5s"];
+    for name in ["s1", "s2", "s3"] {
+        d.run_workload(name, &["--size", "384M"], &steady);
+    }
+    std::thread::sleep(Duration::from_secs(25));
+    let faults =
+        |d: &mut Daemon| -> Vec<u64> { ["s1", "s2", "s3"].iter().map(|n| u(&d.tenant(n)["major_faults"])).collect() };
+    let before = faults(&mut d);
+    d.run_workload(
+        "noisy",
+        &["--size", "1G"],
+        &["--size", "1G", "--hot", "4K", "--phase", "sweep:35s", "--json", "--report", "5s", "--no-verify-all"],
+    );
+    std::thread::sleep(Duration::from_secs(35));
+    let after = faults(&mut d);
+    let st = d.status();
+    for (i, name) in ["s1", "s2", "s3"].iter().enumerate() {
+        let t = st["tenants"].as_array().unwrap().iter().find(|t| t["name"] == *name).unwrap();
+        // 64 MiB is 16384 pages: a hot set pushed out would fault all of them. What
+        // remains are the tracker's sampled pages evicted while quotas were tight.
+        let faulted = after[i] - before[i];
+        assert!(
+            faulted < 4096,
+            "{name} faulted {faulted} pages from the tier while the neighbour was noisy: {t:#}\n{}",
+            d.ctl(&["explain", name])
+        );
+        assert!(mib(&t["quota_bytes"]) >= 64.0, "{name} keeps DRAM for its hot set: {t:#}");
+    }
+    let noisy = st["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "noisy").unwrap().clone();
+    assert!(mib(&noisy["tier_bytes"]) > 100.0, "the noisy tenant pays with its own memory: {noisy:#}");
+}
