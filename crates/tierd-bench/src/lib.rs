@@ -1,7 +1,10 @@
 //! tierd-bench: the workload generator and the benchmarks that measure tierd.
 #![forbid(unsafe_code)]
 
+pub mod chart;
 pub mod engine;
 pub mod harness;
 pub mod machine;
+pub mod policy_bench;
+pub mod scenario;
 pub mod workload;

@@ -340,6 +340,34 @@ impl Engine {
         }
     }
 
+    /// Between intervals: is any tenant suddenly faulting from the tier (waking up)?
+    /// Reads only each tenant's `memory.stat`, so the daemon can look every half
+    /// second and run the control loop at once instead of waiting out the interval.
+    pub fn fault_watch(&mut self) -> bool {
+        if self.cfg.policy != PolicyKind::Tierd {
+            return false;
+        }
+        let now = Instant::now();
+        let mut jump = false;
+        let names: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        for name in names {
+            let Ok(stats) = self.cg.stats(&self.tenant_rel(&name)) else { continue };
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            if let Some((at, faults)) = t.watch
+                && now > at
+            {
+                let rate = stats.major_faults.saturating_sub(faults) as f64 / (now - at).as_secs_f64();
+                let usual = t.fault_rates.iter().copied().sum::<f64>() / t.fault_rates.len().max(1) as f64;
+                if rate >= tierd_core::policy::WAKE_MIN_FAULTS * 2.0 && rate >= tierd_core::policy::WAKE_JUMP * usual {
+                    jump = true;
+                }
+            }
+            t.watch = Some((now, stats.major_faults));
+        }
+        jump
+    }
+
     /// Lets each tenant's tracker observe one interval.
     fn track(&mut self) {
         let now = now_secs();

@@ -77,6 +77,8 @@ pub struct Tenant {
     /// Regions prefetched lately, by (pid, start), with when: their pages wait in the
     /// swap cache, still marked swapped, so they are not asked for again at once.
     pub prefetched: HashMap<(u32, u64), f64>,
+    /// Major faults at the last between-interval look (see `Engine::fault_watch`).
+    pub watch: Option<(Instant, u64)>,
 }
 
 impl Tenant {
@@ -96,6 +98,7 @@ impl Tenant {
             fault_rates: VecDeque::new(),
             woke_at: None,
             prefetched: HashMap::new(),
+            watch: None,
         }
     }
 

@@ -56,6 +56,18 @@ enum Cmd {
         #[arg(long)]
         no_verify_all: bool,
     },
+    /// Benchmark the tierd policy against no limit, plain swap and static quotas in the
+    /// steady, wake-up, noisy-neighbour and contention scenarios. Writes policy.json,
+    /// policy.md and SVG charts to --out.
+    Policy {
+        #[arg(long, default_value = "bench/results")]
+        out: std::path::PathBuf,
+        /// Modes to run, comma-separated (dram is the reference; keep it).
+        #[arg(long, default_value = "dram,swap,static,tierd")]
+        modes: String,
+        /// Scenarios to run (default: all): steady, wake-up, noisy-neighbour, contention.
+        scenarios: Vec<String>,
+    },
     /// Benchmark the engine: demotion and prefetch throughput, and tierd's CPU and
     /// memory with 8 tenants. Writes engine.json and engine.md to --out.
     Engine {
@@ -84,6 +96,18 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
+        Cmd::Policy { out, modes, scenarios } => {
+            tierd_bench::harness::catch_interrupts()?;
+            let modes = modes.split(',').map(tierd_bench::scenario::Mode::parse).collect::<anyhow::Result<Vec<_>>>()?;
+            let r = tierd_bench::policy_bench::run_all(&out, &scenarios, &modes)?;
+            for s in &r.scenarios {
+                let line: Vec<String> =
+                    s.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();
+                println!("{:<16} {}", s.name, line.join("  "));
+            }
+            println!("results in {}", out.display());
+            Ok(0)
+        }
         Cmd::Engine { out, size, reps, window } => {
             tierd_bench::harness::catch_interrupts()?;
             let window = workload::humantime_like(&window).context("--window")?;

@@ -14,6 +14,7 @@ mod none;
 mod tierd;
 
 pub use divide::{Claim, divide};
+pub use tierd::{WAKE_JUMP, WAKE_MIN_FAULTS};
 
 use crate::config::PolicyKind;
 use crate::plan::Plan;

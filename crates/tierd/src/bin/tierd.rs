@@ -69,6 +69,9 @@ struct Args {
     check: bool,
 }
 
+/// How often tierd looks for tenants suddenly faulting from the tier.
+const WATCH: Duration = Duration::from_millis(500);
+
 fn parse_backing(s: &str) -> Result<TierBacking, String> {
     match s {
         "auto" => Ok(TierBacking::Auto),
@@ -149,9 +152,16 @@ fn run() -> anyhow::Result<()> {
     std::thread::spawn(move || tierd::server::serve(listener, served));
 
     let mut next = Instant::now() + interval;
+    let mut next_watch = Instant::now() + WATCH;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
-        if Instant::now() >= next {
+        // A tenant waking up is handled within half a second, not an interval.
+        let mut early = false;
+        if Instant::now() >= next_watch {
+            next_watch = Instant::now() + WATCH;
+            early = engine.lock().unwrap_or_else(|p| p.into_inner()).fault_watch();
+        }
+        if early || Instant::now() >= next {
             engine.lock().unwrap_or_else(|p| p.into_inner()).tick();
             next += interval;
             if next < Instant::now() {

@@ -1,0 +1,215 @@
+//! Scenarios run side by side in every mode, and the figures taken from them.
+//!
+//! A scenario is a set of workload-generator tenants with known hot sets and phases.
+//! Each mode runs it under its own tierd: `dram` (no memory pressure: the ideal),
+//! `swap` (plain Linux swap: one limit equal to the DRAM budget — tierd's `none`
+//! policy), `static` (fixed quotas) and `tierd` (the policy). Throughput is read from
+//! the tenants' own reports, so it is what the tenant saw.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tierd_core::size::MIB;
+
+use crate::harness::{Tierd, sleep};
+use crate::machine::cpu_seconds;
+
+/// How memory is managed in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Dram,
+    Swap,
+    Static,
+    Tierd,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Dram, Mode::Swap, Mode::Static, Mode::Tierd];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Dram => "dram",
+            Mode::Swap => "swap",
+            Mode::Static => "static",
+            Mode::Tierd => "tierd",
+        }
+    }
+
+    pub fn parse(s: &str) -> anyhow::Result<Mode> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| anyhow::anyhow!("unknown mode `{s}`: dram, swap, static or tierd"))
+    }
+
+    /// tierd's flags for this mode with `budget` bytes of DRAM.
+    fn args(self, budget: u64, ratio: f64) -> Vec<String> {
+        // `dram`: the same harness, but a budget no tenant set here comes near.
+        let (policy, budget) = match self {
+            Mode::Dram => ("none", 16 << 30),
+            Mode::Swap => ("none", budget),
+            Mode::Static => ("static", budget),
+            Mode::Tierd => ("tierd", budget),
+        };
+        let ratio = if self == Mode::Dram { 0.25 } else { ratio };
+        [
+            "--policy",
+            policy,
+            "--dram-budget",
+            &budget.to_string(),
+            "--ratio",
+            &ratio.to_string(),
+            "--interval",
+            "5s",
+            "--window",
+            "30s",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+}
+
+/// One tenant of a scenario.
+#[derive(Debug, Clone)]
+pub struct TenantDef {
+    pub name: &'static str,
+    pub size: u64,
+    pub hot: u64,
+    pub phases: &'static str,
+    pub reserve: u64,
+    pub shares: u32,
+    pub report: &'static str,
+}
+
+impl TenantDef {
+    pub fn new(name: &'static str, size_mib: u64, hot_mib: u64, phases: &'static str) -> TenantDef {
+        TenantDef { name, size: size_mib * MIB, hot: hot_mib * MIB, phases, reserve: 0, shares: 100, report: "1s" }
+    }
+}
+
+/// A report line of the workload generator.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Report {
+    pub t: f64,
+    pub unix: f64,
+    pub phase: String,
+    pub ops_per_sec: f64,
+    pub p99_us: f64,
+}
+
+/// What one tenant saw in one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantRun {
+    pub name: String,
+    pub reports: Vec<Report>,
+}
+
+impl TenantRun {
+    /// Mean throughput of the active reports with `from <= t < to`.
+    pub fn ops(&self, from: f64, to: f64) -> f64 {
+        let v: Vec<f64> = self
+            .reports
+            .iter()
+            .filter(|r| r.phase == "active" && r.t >= from && r.t < to)
+            .map(|r| r.ops_per_sec)
+            .collect();
+        if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+    }
+
+    /// Mean p99 latency (µs) of the same reports.
+    pub fn p99(&self, from: f64, to: f64) -> f64 {
+        let v: Vec<f64> =
+            self.reports.iter().filter(|r| r.phase == "active" && r.t >= from && r.t < to).map(|r| r.p99_us).collect();
+        if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+    }
+}
+
+/// One scenario in one mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub mode: Mode,
+    pub tenants: Vec<TenantRun>,
+    /// tierd's CPU over the run, % of one core.
+    pub tierd_cpu_percent: f64,
+    /// Decisions tierd logged (for the report's explanations).
+    pub events: usize,
+}
+
+impl Run {
+    pub fn tenant(&self, name: &str) -> &TenantRun {
+        self.tenants.iter().find(|t| t.name == name).expect("scenario tenant")
+    }
+}
+
+fn parse_reports(stdout: &str) -> Vec<Report> {
+    stdout.lines().filter(|l| l.starts_with("{\"t\"")).filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// Runs `tenants` under a fresh tierd in `mode` for `secs` seconds after they start.
+pub fn run(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef], secs: u64) -> anyhow::Result<Run> {
+    let mut t = Tierd::start(&mode.args(budget, ratio))?;
+    for d in tenants {
+        let mut spec = tierd_core::tenant::TenantSpec::new(tierd_core::TenantName::new(d.name)?);
+        spec.size = Some(d.size);
+        spec.reserve = d.reserve;
+        spec.shares = d.shares;
+        let argv = vec![
+            crate::harness::sibling("tierd-bench")?.to_string_lossy().to_string(),
+            "workload".into(),
+            "--size".into(),
+            d.size.to_string(),
+            "--hot".into(),
+            d.hot.to_string(),
+            "--phase".into(),
+            d.phases.into(),
+            "--json".into(),
+            "--report".into(),
+            d.report.into(),
+            "--no-verify-all".into(),
+        ];
+        t.run(spec, argv)?;
+    }
+    let pid = t.pid();
+    let c0 = cpu_seconds(pid);
+    sleep(Duration::from_secs(secs))?;
+    let cpu = (cpu_seconds(pid) - c0) / secs as f64 * 100.0;
+    let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
+    let runs = tenants
+        .iter()
+        .map(|d| TenantRun { name: d.name.into(), reports: parse_reports(&t.tenant_stdout(d.name)) })
+        .collect();
+    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_parse_and_average_by_phase_and_time() {
+        let out = "filled 1 MiB\n\
+{\"t\":1.0,\"unix\":10.0,\"phase\":\"active\",\"ops\":1,\"ops_per_sec\":100.0,\"p50_us\":1,\"p99_us\":2.0,\"p999_us\":3}\n\
+{\"t\":2.0,\"unix\":11.0,\"phase\":\"idle\",\"ops\":0,\"ops_per_sec\":0.0,\"p50_us\":0,\"p99_us\":0.0,\"p999_us\":0}\n\
+{\"t\":3.0,\"unix\":12.0,\"phase\":\"active\",\"ops\":1,\"ops_per_sec\":300.0,\"p50_us\":1,\"p99_us\":4.0,\"p999_us\":3}\n\
+{\"summary\":true}\n";
+        let r = TenantRun { name: "a".into(), reports: parse_reports(out) };
+        assert_eq!(r.reports.len(), 3);
+        assert_eq!(r.ops(0.0, 10.0), 200.0, "idle reports do not count");
+        assert_eq!(r.p99(0.0, 10.0), 3.0);
+        assert_eq!(r.ops(2.5, 10.0), 300.0);
+        assert_eq!(r.ops(50.0, 60.0), 0.0);
+    }
+
+    #[test]
+    fn modes_parse_and_map_to_policies() {
+        assert_eq!(Mode::parse("swap").unwrap(), Mode::Swap);
+        assert!(Mode::parse("zram").is_err());
+        let a = Mode::Swap.args(1 << 30, 2.0);
+        assert!(a.windows(2).any(|w| w[0] == "--policy" && w[1] == "none"));
+        assert!(a.windows(2).any(|w| w[0] == "--dram-budget" && w[1] == (1u64 << 30).to_string()));
+        let d = Mode::Dram.args(1 << 30, 2.0);
+        assert!(d.windows(2).any(|w| w[0] == "--dram-budget" && w[1] == (16u64 << 30).to_string()));
+    }
+}
