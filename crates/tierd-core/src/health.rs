@@ -48,6 +48,92 @@ pub fn tier_read_latency(micros: f64) -> Colour {
     }
 }
 
+/// Tier fill: below 80% green, 80–95% yellow, above 95% red. A full tier means the
+/// kernel can no longer page out, and quotas stop holding.
+pub fn tier_fill(used: u64, size: u64) -> Colour {
+    if size == 0 {
+        return Colour::Green;
+    }
+    let pct = used as f64 * 100.0 / size as f64;
+    if pct < 80.0 {
+        Colour::Green
+    } else if pct <= 95.0 {
+        Colour::Yellow
+    } else {
+        Colour::Red
+    }
+}
+
+/// What the host-wide checks look at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostFigures {
+    pub dram_budget: u64,
+    pub active: u64,
+    pub tier_size: u64,
+    pub tier_used: u64,
+    /// Average tier read latency over the last interval, if there were reads.
+    pub tier_read_latency_us: Option<f64>,
+    /// Tenants with failed syscalls or cgroup writes, with their error counts.
+    pub tenant_errors: Vec<(String, u64)>,
+    /// Why demotion is throttled, if it is.
+    pub throttled: Option<String>,
+}
+
+/// One health check: its colour, what it saw and, when not green, what to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    pub colour: Colour,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
+}
+
+fn check(name: &str, colour: Colour, message: String, advice: &str) -> Check {
+    let advice = (colour != Colour::Green).then(|| advice.to_string());
+    Check { name: name.into(), colour, message, advice }
+}
+
+/// The host's health checks, worst first within a stable order.
+pub fn checks(h: &HostFigures) -> Vec<Check> {
+    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };
+    let mut out = vec![check(
+        "active_memory",
+        active_memory(h.active, h.dram_budget),
+        format!("active memory {:.0}% of DRAM", pct(h.active, h.dram_budget)),
+        "add DRAM (raise --dram-budget), move a tenant to another host, or lower the ratio",
+    )];
+    out.push(match h.tier_read_latency_us {
+        Some(us) => check(
+            "tier_read_latency",
+            tier_read_latency(us),
+            format!("tier read latency {us:.0} µs"),
+            "the tier device is slow or saturated: move the tier to a faster NVMe device, or lower the \
+             ratio so fewer pages live there",
+        ),
+        None => check("tier_read_latency", Colour::Green, "no tier reads in the last interval".into(), ""),
+    });
+    out.push(check(
+        "tier_fill",
+        tier_fill(h.tier_used, h.tier_size),
+        format!("tier {:.0}% full", pct(h.tier_used, h.tier_size)),
+        "a full tier cannot take more pages: give the tier more space or lower tenants' sizes",
+    ));
+    if let Some(why) = &h.throttled {
+        out.push(check("demotion", Colour::Yellow, why.clone(), "demotion waits until the tier recovers"));
+    }
+    if !h.tenant_errors.is_empty() {
+        let list: Vec<String> = h.tenant_errors.iter().map(|(n, c)| format!("{n} ({c})")).collect();
+        out.push(check(
+            "tenant_errors",
+            Colour::Yellow,
+            format!("failed operations for {}", list.join(", ")),
+            "see `tierctl status --json` (errors) and `tierctl explain NAME`",
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +167,55 @@ mod tests {
         for (us, want) in cases {
             assert_eq!(tier_read_latency(us), want, "{us}");
         }
+    }
+
+    #[test]
+    fn tier_fill_edges() {
+        let cases = [
+            (0, Colour::Green),
+            (799, Colour::Green),
+            (800, Colour::Yellow),
+            (950, Colour::Yellow),
+            (951, Colour::Red),
+        ];
+        for (used, want) in cases {
+            assert_eq!(tier_fill(used, 1000), want, "{used}");
+        }
+        assert_eq!(tier_fill(5, 0), Colour::Green, "no tier yet");
+    }
+
+    #[test]
+    fn checks_say_what_to_do_when_not_green() {
+        let h = HostFigures {
+            dram_budget: 1000,
+            active: 810,
+            tier_size: 100,
+            tier_used: 10,
+            tier_read_latency_us: Some(150.0),
+            ..HostFigures::default()
+        };
+        let c = checks(&h);
+        let active = c.iter().find(|c| c.name == "active_memory").unwrap();
+        assert_eq!(active.colour, Colour::Red);
+        assert_eq!(active.message, "active memory 81% of DRAM");
+        assert!(active.advice.as_deref().unwrap().contains("add DRAM"));
+        let lat = c.iter().find(|c| c.name == "tier_read_latency").unwrap();
+        assert_eq!((lat.colour, lat.advice.is_none()), (Colour::Green, true), "{lat:?}");
+        assert!(c.iter().all(|c| c.name != "tenant_errors" && c.name != "demotion"));
+    }
+
+    #[test]
+    fn errors_and_throttling_show_as_yellow_checks() {
+        let h = HostFigures {
+            dram_budget: 1000,
+            tenant_errors: vec![("db".into(), 3)],
+            throttled: Some("demotion throttled: tier read latency 900 µs is above 400 µs".into()),
+            ..HostFigures::default()
+        };
+        let c = checks(&h);
+        let errs = c.iter().find(|c| c.name == "tenant_errors").unwrap();
+        assert_eq!(errs.colour, Colour::Yellow);
+        assert!(errs.message.contains("db (3)"), "{}", errs.message);
+        assert!(c.iter().any(|c| c.name == "demotion" && c.colour == Colour::Yellow));
     }
 }

@@ -64,6 +64,12 @@ pub enum Request {
     },
     /// The recent event log.
     Events,
+    /// The in-memory history (one point per 10 s, the last hour), points after `since`
+    /// (seconds since the Unix epoch) if given.
+    History {
+        #[serde(default)]
+        since: Option<f64>,
+    },
 }
 
 /// The daemon's answer.
@@ -108,6 +114,20 @@ pub struct Status {
     pub tier: TierStatus,
     pub tierd_cpu_percent: f64,
     pub tierd_rss_bytes: u64,
+    /// Pages read back from the tier per second, host-wide (tier-1 faults and prefetch).
+    #[serde(default)]
+    pub promotions_per_sec: f64,
+    /// Pages written to the tier per second, host-wide.
+    #[serde(default)]
+    pub demotions_per_sec: f64,
+    /// Green/yellow/red checks with what to do about them (`tierctl health`).
+    #[serde(default)]
+    pub health: Vec<tierd_core::health::Check>,
+    /// Where the HTTP server (metrics, dashboard) listens, when it is on.
+    #[serde(default)]
+    pub http_address: Option<String>,
+    #[serde(default)]
+    pub uptime_secs: f64,
     pub tenants: Vec<TenantStatus>,
 }
 
@@ -124,6 +144,9 @@ pub struct TierStatus {
     pub write_bytes_per_sec: f64,
     pub read_latency_us: Option<f64>,
     pub read_latency_health: Option<String>,
+    /// Fraction of the last interval the device was busy (0..=1), when it is a block device.
+    #[serde(default)]
+    pub utilization: f64,
 }
 
 /// One tenant.
@@ -156,6 +179,13 @@ pub struct TenantStatus {
     pub tracker_seconds: f64,
     pub major_faults: u64,
     pub major_faults_per_sec: f64,
+    /// Pages the tenant waited for from the tier, bytes per second (major faults x 4 KiB;
+    /// swap readahead may read more around them).
+    #[serde(default)]
+    pub tier_read_bytes_per_sec: f64,
+    /// Growth of its tier footprint per second: a lower bound of its tier writes.
+    #[serde(default)]
+    pub tier_write_bytes_per_sec: f64,
     pub reason: String,
     /// Failed syscalls and cgroup writes, by operation.
     pub errors: BTreeMap<String, u64>,

@@ -31,6 +31,7 @@ use tierd_sys::procfs::ProcFs;
 
 use crate::api::{MoveReport, Status, TenantStatus, TierStatus};
 use crate::events::{Events, now_secs};
+use crate::history::{History, Point};
 use crate::mover;
 use crate::state::{SavedState, SavedTenant};
 use crate::tenant::{Life, Tenant, exit_code};
@@ -66,6 +67,11 @@ pub struct Engine {
     /// The policy's host-wide notes of the last interval, and their kinds (logged on change).
     notes: Vec<String>,
     note_kinds: Vec<String>,
+    /// Host and tenant figures every 10 s for the last hour (dashboard, `top`).
+    pub history: History,
+    started: Instant,
+    /// Where the HTTP server listens, when it is on (shown in status).
+    pub http_address: Option<String>,
     _lock: File,
 }
 
@@ -134,6 +140,9 @@ impl Engine {
             self_cpu_percent: 0.0,
             notes: Vec::new(),
             note_kinds: Vec::new(),
+            history: History::default(),
+            started: Instant::now(),
+            http_address: None,
             _lock: lock,
         };
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
@@ -227,6 +236,11 @@ impl Engine {
         let snap = self.snapshot();
         let plan = policy::plan(self.cfg.policy, &snap);
         self.enforce(&plan);
+        let now = now_secs();
+        if self.history.due(now) {
+            let st = self.status();
+            self.history.record(Point::from_status(&st, now));
+        }
     }
 
     /// Updates each tenant's processes and notices exits.
@@ -322,12 +336,17 @@ impl Engine {
             t.measure.major_faults_total = stats.major_faults;
             // Rates are per interval: only the control loop moves their baseline.
             if rates {
-                t.measure.major_faults_per_sec = match prev.at {
+                (t.measure.major_faults_per_sec, t.measure.tier_write_bytes_per_sec) = match prev.at {
                     Some(at) if now > at => {
-                        stats.major_faults.saturating_sub(prev.major_faults) as f64 / (now - at).as_secs_f64()
+                        let dt = (now - at).as_secs_f64();
+                        (
+                            stats.major_faults.saturating_sub(prev.major_faults) as f64 / dt,
+                            t.measure.tier.saturating_sub(prev.tier_at_rate) as f64 / dt,
+                        )
                     }
-                    _ => 0.0,
+                    _ => (0.0, 0.0),
                 };
+                t.measure.tier_at_rate = t.measure.tier;
                 t.measure.at = Some(now);
                 t.measure.major_faults = stats.major_faults;
                 t.fault_rates.push_back(t.measure.major_faults_per_sec);
@@ -381,7 +400,9 @@ impl Engine {
             let tracker = t
                 .tracker
                 .get_or_insert_with(|| Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)));
-            tracker.observe(&t.procs, now);
+            let faults = t.measure.major_faults.saturating_sub(t.tracked_faults.unwrap_or(t.measure.major_faults));
+            t.tracked_faults = Some(t.measure.major_faults);
+            tracker.observe(&t.procs, faults, now);
         }
     }
 
@@ -888,8 +909,9 @@ impl Engine {
             write_bytes_per_sec: self.tier_view.write_bytes_per_sec,
             read_latency_us: self.tier_view.read_latency_us,
             read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
+            utilization: self.tier_view.utilization,
         });
-        let tenants = self
+        let tenants: Vec<TenantStatus> = self
             .tenants
             .values()
             .map(|t| TenantStatus {
@@ -917,6 +939,8 @@ impl Engine {
                 tracker_seconds: t.tracker.as_ref().map_or(0.0, |tr| tr.cost().seconds),
                 major_faults: t.measure.major_faults_total,
                 major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
+                tier_read_bytes_per_sec: if t.is_running() { t.measure.major_faults_per_sec * 4096.0 } else { 0.0 },
+                tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
                 reason: t.reason.clone(),
                 errors: t.errors.clone(),
                 vm: t.spec.vm,
@@ -940,6 +964,19 @@ impl Engine {
             tier: tier.unwrap_or_default(),
             tierd_cpu_percent: self.self_cpu_percent,
             tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
+            promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
+            demotions_per_sec: self.tier_view.write_bytes_per_sec / 4096.0,
+            health: health::checks(&health::HostFigures {
+                dram_budget: self.cfg.dram_budget,
+                active,
+                tier_size: self.tier_view.size_bytes,
+                tier_used: self.tier_view.used_bytes,
+                tier_read_latency_us: self.tier_view.read_latency_us,
+                tenant_errors: tenant_errors(&tenants),
+                throttled: self.notes.iter().find(|n| n.starts_with("demotion throttled")).cloned(),
+            }),
+            http_address: self.http_address.clone(),
+            uptime_secs: self.started.elapsed().as_secs_f64(),
             tenants,
         }
     }
@@ -992,6 +1029,16 @@ impl Engine {
         }
         self.save();
     }
+}
+
+/// Running tenants with failed operations, and how many.
+fn tenant_errors(tenants: &[TenantStatus]) -> Vec<(String, u64)> {
+    tenants
+        .iter()
+        .filter(|t| t.state == "running")
+        .map(|t| (t.name.clone(), t.errors.values().sum::<u64>()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 fn show_quota(q: Option<u64>) -> String {

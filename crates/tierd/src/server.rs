@@ -80,6 +80,7 @@ pub fn dispatch(e: &mut Engine, req: Request) -> Response {
             Request::Collapse { name } => serde_json::to_value(e.collapse(&name)?)?,
             Request::Explain { name } => serde_json::to_value(e.explain(&name)?)?,
             Request::Events => serde_json::to_value(e.events.recent(200))?,
+            Request::History { since } => serde_json::to_value(e.history.since(since))?,
         })
     })();
     match r {

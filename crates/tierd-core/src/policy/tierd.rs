@@ -29,11 +29,13 @@ use crate::snapshot::{Range, Region, Snapshot, TenantView};
 
 /// A tenant wakes when its tier-1 faults reach this rate (per second)…
 pub const WAKE_MIN_FAULTS: f64 = 50.0;
-/// …and this multiple of its recent average, while it touched far more in the last
-/// interval than over the window (twice, plus [`WAKE_MIN_JUMP_BYTES`]). The fault
-/// rate alone also rises when a busy tenant's sampled pages are reclaimed; the pair
-/// says the tenant itself changed phase. The rate floor is low so a slow tier (a few
-/// hundred reads a second at most) still shows a wake-up.
+/// …and this multiple of its recent average, while it either touched far more in the
+/// last interval than over the window (twice, plus [`WAKE_MIN_JUMP_BYTES`]) or had
+/// gone quiet (active over the window under an eighth of its peak: right after a
+/// wake-up its hot pages are on the tier, where sampling cannot see them yet). The
+/// fault rate alone also rises when a busy tenant's sampled pages are reclaimed; the
+/// pair says the tenant itself changed phase. The rate floor is low so a slow tier (a
+/// few hundred reads a second at most) still shows a wake-up.
 pub const WAKE_JUMP: f64 = 4.0;
 pub const WAKE_MIN_JUMP_BYTES: u64 = 16 << 20;
 /// Device busy above this fraction counts as saturated.
@@ -46,6 +48,8 @@ pub const PREFETCH_RATE: u64 = 1 << 30;
 pub const COLD_EVIDENCE: u32 = 2;
 /// Huge-page rebuilds per tenant per interval.
 pub const COLLAPSE_REGIONS: usize = 32;
+
+const PAGE: u64 = 4096;
 
 /// Room above the active set so the hot set fits: 1/8 of it plus 16 MiB (which also
 /// holds the tracker's samples in flight, up to 4096 pages).
@@ -76,7 +80,11 @@ fn need(t: &TenantView, window: f64) -> Need {
     };
     let faulting =
         t.tier_faults_per_sec >= WAKE_MIN_FAULTS && t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg;
-    let waking = faulting && a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
+    let jumped = a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
+    // An eighth, not a quarter: a busy tenant squeezed after a burst (a sweep) sits near
+    // a quarter of that burst's peak and faults when squeezed; that is no wake-up.
+    let was_quiet = a.active_bytes < a.peak_bytes / 8;
+    let waking = faulting && (jumped || was_quiet);
     let recently_woke = t.woke_secs_ago.is_some_and(|s| s < window);
     let measured = a.active_bytes.max(a.last_interval_bytes) + a.ci_bytes;
     let mut why = format!(
@@ -103,7 +111,19 @@ fn need(t: &TenantView, window: f64) -> Need {
             human(a.peak_bytes)
         );
     }
-    let bytes = (active + headroom(active)).clamp(MIN_QUOTA.min(size), size);
+    let mut bytes = active + headroom(active);
+    // A tenant reading from the tier at a high rate needs more than it holds, whatever
+    // the estimate says (under pressure, sampling sees less than is touched): grow it
+    // by what it faults in over half a window. Shares still bound what it gets.
+    if t.tier_faults_per_sec >= WAKE_MIN_FAULTS {
+        let faulting = t.dram + (t.tier_faults_per_sec * PAGE as f64 * window / 2.0) as u64;
+        if faulting > bytes {
+            bytes = faulting;
+            why +=
+                &format!("; reads {:.0} pages/s from the tier, so it needs more than it holds", t.tier_faults_per_sec);
+        }
+    }
+    let bytes = bytes.clamp(MIN_QUOTA.min(size), size);
     if faulting && !waking {
         why += &format!("; faulting from the tier at {:.0}/s", t.tier_faults_per_sec);
     }
@@ -367,6 +387,37 @@ mod tests {
     }
 
     #[test]
+    fn a_quiet_tenant_faulting_at_a_jump_wakes_even_before_sampling_sees_it() {
+        // Its hot pages are all on the tier, so the samples (of resident pages) barely
+        // move; the fault rate says it woke.
+        let mut a = tenant("a", GIB);
+        a.activeness = Some(Activeness {
+            active_bytes: 2 * MIB,
+            ci_bytes: 0,
+            peak_bytes: 200 * MIB,
+            last_interval_bytes: 8 * MIB,
+        });
+        a.dram = 40 * MIB;
+        a.tier_faults_per_sec = 1300.0;
+        a.tier_faults_per_sec_avg = 2.0;
+        let p = plan(&snap(GIB, vec![a, active(tenant("b", GIB), 300 * MIB)]));
+        let tp = p.tenant("a").unwrap();
+        assert!(tp.woke, "{tp:?}");
+        assert!(tp.quota.unwrap() >= 200 * MIB + headroom(200 * MIB), "back to its peak: {tp:?}");
+    }
+
+    #[test]
+    fn a_squeezed_tenant_after_a_burst_is_not_waking() {
+        // 120 MiB active after a 500 MiB sweep, faulting because its quota was cut.
+        let mut a = active(tenant("a", GIB), 120 * MIB);
+        a.activeness.as_mut().unwrap().peak_bytes = 500 * MIB;
+        a.tier_faults_per_sec = 3300.0;
+        a.tier_faults_per_sec_avg = 5.0;
+        let p = plan(&snap(2 * GIB, vec![a]));
+        assert!(!p.tenant("a").unwrap().woke);
+    }
+
+    #[test]
     fn faults_without_more_activity_are_not_a_wake_up() {
         let mut a = active(tenant("a", GIB), 250 * MIB);
         a.activeness.as_mut().unwrap().peak_bytes = 400 * MIB;
@@ -396,6 +447,18 @@ mod tests {
     }
 
     #[test]
+    fn a_thrashing_tenant_needs_more_than_it_holds() {
+        let mut a = active(tenant("a", 2 * GIB), 200 * MIB);
+        a.dram = 800 * MIB;
+        a.tier_faults_per_sec = 5000.0;
+        a.tier_faults_per_sec_avg = 5000.0;
+        let p = plan(&snap(2 * GIB, vec![a, active(tenant("b", GIB), 100 * MIB)]));
+        let tp = p.tenant("a").unwrap();
+        assert!(tp.quota.unwrap() >= 800 * MIB + 5000 * 4096 * 30, "{tp:?}");
+        assert!(tp.reason.contains("pages/s from the tier"), "{}", tp.reason);
+    }
+
+    #[test]
     fn wake_up_prefetch_stops_at_need() {
         let mut a = tenant("a", GIB);
         a.activeness =
@@ -407,7 +470,7 @@ mod tests {
         let tp = p.tenant("a").unwrap();
         assert!(tp.woke);
         let bytes = tp.prefetch.len() as u64 * 2 * MIB;
-        let need = 20 * MIB + headroom(20 * MIB);
+        let need = (20 * MIB + headroom(20 * MIB)).max(500 * 4096 * 30);
         assert!(bytes <= need + 2 * MIB && bytes >= need - 2 * MIB, "prefetch {bytes} for need {need}");
     }
 

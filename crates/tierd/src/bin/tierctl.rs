@@ -1,11 +1,14 @@
 //! `tierctl`: the command line for a running tierd.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tierd::api::{Event, MoveReport, Request, SOCKET_ENV, Status, call};
+use tierd::top::SortBy;
+use tierd_core::health::{Check, Colour};
 use tierd_core::size::human;
 use tierd_core::tenant::{DEFAULT_SHARES, TenantSpec};
 use tierd_core::{ByteSize, TenantName};
@@ -112,6 +115,28 @@ enum Cmd {
     Explain { name: TenantName },
     /// Recent events: decisions, warnings, tenant starts and exits.
     Events,
+    /// Health checks, one per line, with what to do about a yellow or red. Exit code 0
+    /// when all are green, 1 with a yellow, 2 with a red (for scripts and monitors).
+    Health {
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Live view of the host and its tenants, like esxtop's memory screen.
+    Top {
+        /// Column to sort tenants by (in the view: n d t a u r w f).
+        #[arg(long, value_enum, default_value = "dram")]
+        sort: SortBy,
+        /// Seconds between refreshes.
+        #[arg(long, short = 'd', default_value_t = 2.0)]
+        delay: f64,
+        /// Print plain text screens instead of the live view (for scripts and logs).
+        #[arg(long, short)]
+        batch: bool,
+        /// With --batch: how many screens.
+        #[arg(long, short = 'n', default_value_t = 1)]
+        iterations: u32,
+    },
 }
 
 fn main() {
@@ -236,6 +261,34 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{}  {}", clock(d.time), d.message);
             }
         }
+        Cmd::Health { json } => {
+            let st: Status = serde_json::from_value(call(sock, &Request::Status, t)?)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&st.health)?);
+            } else {
+                let tty = std::io::stdout().is_terminal();
+                for c in &st.health {
+                    println!("{}", health_line(c, tty));
+                }
+            }
+            let worst = st.health.iter().map(|c| c.colour).max().unwrap_or(Colour::Green);
+            std::process::exit(match worst {
+                Colour::Green => 0,
+                Colour::Yellow => 1,
+                Colour::Red => 2,
+            });
+        }
+        Cmd::Top { sort, delay, batch, iterations } => {
+            if !(delay.is_finite() && delay >= 0.1) {
+                anyhow::bail!("--delay {delay}: must be at least 0.1 seconds");
+            }
+            let every = Duration::from_secs_f64(delay);
+            if batch || !std::io::stdout().is_terminal() {
+                tierd::top::batch(sock, sort, every, iterations)?;
+            } else {
+                tierd::top::live(sock, sort, every)?;
+            }
+        }
         Cmd::Events => {
             let v: Vec<Event> = serde_json::from_value(call(sock, &Request::Events, t)?)?;
             for e in v {
@@ -245,6 +298,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `green  active memory 32% of DRAM`, and for yellow or red what to do about it.
+fn health_line(c: &Check, tty: bool) -> String {
+    let colour = match (tty, c.colour) {
+        (false, _) => "",
+        (true, Colour::Green) => "\x1b[32m",
+        (true, Colour::Yellow) => "\x1b[33m",
+        (true, Colour::Red) => "\x1b[1;31m",
+    };
+    let reset = if tty { "\x1b[0m" } else { "" };
+    match &c.advice {
+        Some(a) => format!("{colour}{:<6}{reset} {}: {a}", c.colour.to_string(), c.message),
+        None => format!("{colour}{:<6}{reset} {}", c.colour.to_string(), c.message),
+    }
 }
 
 fn rate(bytes: u64, secs: f64) -> String {
@@ -328,6 +396,21 @@ fn print_status(s: &Status) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn health_lines_give_advice_only_when_not_green() {
+        let mut c = Check {
+            name: "active_memory".into(),
+            colour: Colour::Red,
+            message: "active memory 81% of DRAM".into(),
+            advice: Some("add DRAM".into()),
+        };
+        assert_eq!(health_line(&c, false), "red    active memory 81% of DRAM: add DRAM");
+        c.colour = Colour::Green;
+        c.advice = None;
+        assert_eq!(health_line(&c, false), "green  active memory 81% of DRAM");
+        assert!(health_line(&c, true).starts_with("\x1b[32mgreen"));
+    }
 
     #[test]
     fn signals_by_name_or_number() {

@@ -61,6 +61,13 @@ struct Args {
     /// Name of tierd's cgroup subtree under its own cgroup.
     #[arg(long)]
     cgroup_name: Option<String>,
+    /// Serve /metrics (Prometheus) and the live dashboard at / on this address, e.g.
+    /// 127.0.0.1:9464 (off by default; port 0 picks a free port).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// Allow --http on a non-loopback address (it shows every tenant's figures).
+    #[arg(long)]
+    force_http: bool,
     /// Print the commented sample config and exit.
     #[arg(long)]
     print_config: bool,
@@ -126,7 +133,9 @@ fn run() -> anyhow::Result<()> {
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    let http = args.http.as_deref().map(|a| tierd::http::parse_address(a, args.force_http)).transpose()?;
     // Bind before setting up the tier so a second tierd fails before touching anything.
+    let http = http.map(tierd::http::bind).transpose()?;
     let listener = tierd::server::bind(&cfg.socket)?;
     let socket = cfg.socket.clone();
     let interval = cfg.interval;
@@ -150,6 +159,11 @@ fn run() -> anyhow::Result<()> {
     }
     let served = Arc::clone(&engine);
     std::thread::spawn(move || tierd::server::serve(listener, served));
+    if let Some(server) = http {
+        let bound = tierd::http::spawn(server, Arc::clone(&engine))?;
+        eprintln!("tierd: dashboard at http://{bound}/, metrics at http://{bound}/metrics");
+        engine.lock().unwrap_or_else(|p| p.into_inner()).http_address = Some(bound.to_string());
+    }
 
     let mut next = Instant::now() + interval;
     let mut next_watch = Instant::now() + WATCH;

@@ -32,7 +32,9 @@ pub struct TrackerCost {
 /// Measures one tenant's activeness.
 pub trait Tracker: Send + std::fmt::Debug {
     /// One interval: read what happened since the last call, prepare the next.
-    fn observe(&mut self, procs: &[Pidfd], now: f64);
+    /// `tier_faults` is the tenant's major faults since the last call (pages read back
+    /// from the tier: each one a page touched).
+    fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64);
     /// The estimate so far (`None` until one full interval has been observed).
     fn activeness(&self) -> Option<Activeness>;
     /// Region heat and placement as of the last observation.

@@ -54,7 +54,7 @@ impl SamplingConfig {
         SamplingConfig {
             sample_pages,
             min_pages: (sample_pages / 4).max(64),
-            max_pages: sample_pages.saturating_mul(4).min(65536),
+            max_pages: sample_pages.saturating_mul(2).min(65536),
             // 4-page runs: a sample lands in every region of a GiB every other interval,
             // at ~2x the per-page syscall cost of 16-page runs.
             cluster_pages: 4,
@@ -167,27 +167,43 @@ fn present_within(runs: &[PageRegion], start: u64, len: u64) -> u64 {
         .sum()
 }
 
-/// Splits page runs into per-region (present, swapped, huge) byte counts.
+/// Splits page runs (sorted by address) into per-region (present, swapped, huge) byte
+/// counts. Fragmented memory has hundreds of thousands of runs per GiB, so the counts
+/// of one region are gathered locally and the map is touched once per region.
 fn region_counts(pid: u32, runs: &[PageRegion], out: &mut HashMap<(u32, u64), (u64, u64, u64)>) {
+    let mut cur: Option<(u64, (u64, u64, u64))> = None;
+    let flush = |c: Option<(u64, (u64, u64, u64))>, out: &mut HashMap<(u32, u64), (u64, u64, u64)>| {
+        if let Some((block, (p, sw, h))) = c {
+            let e = out.entry((pid, block)).or_default();
+            e.0 += p;
+            e.1 += sw;
+            e.2 += h;
+        }
+    };
     for r in runs {
         let mut at = r.start;
         while at < r.end {
             let block = at & !(REGION - 1);
             let end = (block + REGION).min(r.end);
-            let e = out.entry((pid, block)).or_default();
+            if cur.is_none_or(|(b, _)| b != block) {
+                flush(cur.take(), out);
+                cur = Some((block, (0, 0, 0)));
+            }
+            let counts = &mut cur.as_mut().expect("set above").1;
             let len = end - at;
             if r.categories & PAGE_IS_PRESENT != 0 {
-                e.0 += len;
+                counts.0 += len;
                 if r.categories & PAGE_IS_HUGE != 0 {
-                    e.2 += len;
+                    counts.2 += len;
                 }
             }
             if r.categories & PAGE_IS_SWAPPED != 0 {
-                e.1 += len;
+                counts.1 += len;
             }
             at = end;
         }
     }
+    flush(cur, out);
 }
 
 /// Mean and variance-of-the-mean of cluster return fractions.
@@ -242,7 +258,7 @@ impl SamplingTracker {
 }
 
 impl Tracker for SamplingTracker {
-    fn observe(&mut self, procs: &[Pidfd], now: f64) {
+    fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64) {
         let t0 = Instant::now();
         let mut scans: Vec<(u32, Vec<PageRegion>)> = Vec::new();
         for p in procs {
@@ -330,9 +346,12 @@ impl Tracker for SamplingTracker {
         if self.observed && !fracs.is_empty() {
             let (mean, var) = mean_and_var(&fracs);
             let r = self.sampled_from as f64;
+            // Under pressure pages fault in and are evicted again within one interval,
+            // so region counts miss some: every major fault was a touched page too.
+            let faulted = faulted_in.max(tier_faults * PAGE) as f64;
             self.history.push_back(Estimate {
                 at: now,
-                bytes: mean * r + faulted_in as f64 + huge_resident as f64,
+                bytes: mean * r + faulted + huge_resident as f64,
                 var: var * r * r,
             });
             // Adapt the sample size so the window's estimate has the precision wanted:

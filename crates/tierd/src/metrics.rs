@@ -1,0 +1,301 @@
+//! Prometheus text exposition of a [`Status`]: host figures as `tierd_*`, tenants as
+//! `tierd_tenant_*{tenant="…"}`. Base units (bytes, seconds, ratios) as Prometheus
+//! asks; rates over the last control interval are gauges named `…_per_second`, and
+//! monotonic totals are counters named `…_total`.
+
+use std::fmt::Write;
+
+use tierd_core::health::Colour;
+
+use crate::api::{Status, TenantStatus};
+
+/// The content type of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Escapes a label value: backslash, double quote and newline.
+fn label(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn colour_value(c: Colour) -> u8 {
+    match c {
+        Colour::Green => 0,
+        Colour::Yellow => 1,
+        Colour::Red => 2,
+    }
+}
+
+struct Writer {
+    out: String,
+}
+
+impl Writer {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.out, "# HELP {name} {help}");
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], v: f64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, val)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{k}=\"{}\"", label(val));
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {v}");
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, v: f64) {
+        self.family(name, "gauge", help);
+        self.sample(name, &[], v);
+    }
+
+    /// One family with a sample per running tenant (those `f` has a value for).
+    fn per_tenant(
+        &mut self,
+        ts: &[&TenantStatus],
+        name: &str,
+        kind: &str,
+        help: &str,
+        f: impl Fn(&TenantStatus) -> Option<f64>,
+    ) {
+        self.family(name, kind, help);
+        for t in ts {
+            if let Some(v) = f(t) {
+                self.sample(name, &[("tenant", &t.name)], v);
+            }
+        }
+    }
+}
+
+/// Renders the `/metrics` page.
+pub fn render(s: &Status) -> String {
+    let mut w = Writer { out: String::with_capacity(4096 + s.tenants.len() * 2048) };
+    let b = |v: u64| v as f64;
+    w.gauge("tierd_dram_budget_bytes", "DRAM all tenants may use together.", b(s.dram_budget_bytes));
+    w.gauge("tierd_dram_used_bytes", "DRAM the tenants use now.", b(s.dram_used_bytes));
+    w.gauge("tierd_dram_free_bytes", "DRAM budget not in use.", b(s.dram_free_bytes));
+    w.gauge("tierd_active_bytes", "Memory touched within the activeness window, all tenants.", b(s.active_bytes));
+    let ratio = if s.dram_budget_bytes == 0 { 0.0 } else { s.active_bytes as f64 / s.dram_budget_bytes as f64 };
+    w.gauge("tierd_active_dram_ratio", "Active memory as a fraction of the DRAM budget.", ratio);
+    w.family("tierd_health_status", "gauge", "Health of each check: 0 green, 1 yellow, 2 red.");
+    for c in &s.health {
+        w.sample("tierd_health_status", &[("check", &c.name)], colour_value(c.colour) as f64);
+    }
+    w.gauge("tierd_capacity_bytes", "DRAM + ratio x DRAM, limited by the tier's size.", b(s.capacity_bytes));
+    w.gauge("tierd_committed_bytes", "Memory committed to tenants.", b(s.committed_bytes));
+    w.gauge("tierd_overcommit_ratio", "Sum of tenant sizes over the DRAM budget.", s.overcommit);
+    w.gauge("tierd_tier_size_bytes", "Size of the tier (swap area).", b(s.tier.size_bytes));
+    w.gauge("tierd_tier_used_bytes", "Bytes on the tier.", b(s.tier.used_bytes));
+    w.gauge("tierd_tier_read_bytes_per_second", "Tier reads over the last interval.", s.tier.read_bytes_per_sec);
+    w.gauge("tierd_tier_write_bytes_per_second", "Tier writes over the last interval.", s.tier.write_bytes_per_sec);
+    w.family(
+        "tierd_tier_read_latency_seconds",
+        "gauge",
+        "Average read latency of the tier device over the last interval (absent without reads).",
+    );
+    if let Some(us) = s.tier.read_latency_us {
+        w.sample("tierd_tier_read_latency_seconds", &[], us / 1e6);
+    }
+    w.gauge(
+        "tierd_tier_utilization_ratio",
+        "Fraction of the last interval the tier device was busy.",
+        s.tier.utilization,
+    );
+    w.gauge(
+        "tierd_promotions_per_second",
+        "Pages read back from the tier per second (tier-1 faults, prefetch).",
+        s.promotions_per_sec,
+    );
+    w.gauge("tierd_demotions_per_second", "Pages written to the tier per second.", s.demotions_per_sec);
+    w.gauge("tierd_process_cpu_ratio", "tierd's own CPU use, in cores.", s.tierd_cpu_percent / 100.0);
+    w.gauge("tierd_process_resident_memory_bytes", "tierd's own resident memory.", b(s.tierd_rss_bytes));
+    w.gauge("tierd_uptime_seconds", "Seconds since tierd started.", s.uptime_secs);
+
+    let running: Vec<&TenantStatus> = s.tenants.iter().filter(|t| t.state == "running").collect();
+    w.gauge("tierd_tenants", "Running tenants.", running.len() as f64);
+    let t = &running;
+    w.per_tenant(t, "tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| {
+        Some(b(t.size_bytes))
+    });
+    w.per_tenant(t, "tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(b(t.dram_bytes)));
+    w.per_tenant(t, "tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(b(t.tier_bytes)));
+    w.per_tenant(t, "tierd_tenant_active_bytes", "gauge", "Memory the tenant touched within the window.", |t| {
+        t.active_bytes.map(b)
+    });
+    w.per_tenant(
+        t,
+        "tierd_tenant_active_ci_bytes",
+        "gauge",
+        "95% confidence half-width of the active estimate.",
+        |t| t.active_ci_bytes.map(b),
+    );
+    w.per_tenant(t, "tierd_tenant_quota_bytes", "gauge", "The tenant's DRAM quota (absent: unlimited).", |t| {
+        t.quota_bytes.map(b)
+    });
+    w.per_tenant(t, "tierd_tenant_reserve_bytes", "gauge", "DRAM guaranteed to the tenant.", |t| {
+        Some(b(t.reserve_bytes))
+    });
+    w.per_tenant(t, "tierd_tenant_limit_bytes", "gauge", "Most DRAM the tenant may hold (absent: no cap).", |t| {
+        t.limit_bytes.map(b)
+    });
+    w.per_tenant(
+        t,
+        "tierd_tenant_tier_read_bytes_per_second",
+        "gauge",
+        "Pages the tenant waited for from the tier.",
+        |t| Some(t.tier_read_bytes_per_sec),
+    );
+    w.per_tenant(
+        t,
+        "tierd_tenant_tier_write_bytes_per_second",
+        "gauge",
+        "Growth of the tenant's tier footprint (a lower bound of its tier writes).",
+        |t| Some(t.tier_write_bytes_per_sec),
+    );
+    w.per_tenant(t, "tierd_tenant_major_faults_per_second", "gauge", "Major faults per second.", |t| {
+        Some(t.major_faults_per_sec)
+    });
+    w.per_tenant(t, "tierd_tenant_major_faults_total", "counter", "Major faults since the tenant started.", |t| {
+        Some(t.major_faults as f64)
+    });
+    w.family("tierd_tenant_errors_total", "counter", "Failed syscalls and cgroup writes, by operation.");
+    for t in t {
+        for (op, n) in &t.errors {
+            w.sample("tierd_tenant_errors_total", &[("tenant", &t.name), ("op", op)], *n as f64);
+        }
+    }
+    w.family("tierd_tenant_decision_info", "gauge", "The reason of the last quota decision, as a label.");
+    for t in t {
+        w.sample("tierd_tenant_decision_info", &[("tenant", &t.name), ("reason", &t.reason)], 1.0);
+    }
+    w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TierStatus;
+    use tierd_core::health::Check;
+
+    fn tenant(name: &str, state: &str) -> TenantStatus {
+        TenantStatus {
+            name: name.into(),
+            state: state.into(),
+            exit_code: None,
+            pids: vec![1],
+            command: vec![],
+            size_bytes: 300,
+            declared_size_bytes: None,
+            dram_bytes: 200,
+            tier_bytes: 100,
+            huge_bytes: 0,
+            pinned_bytes: 0,
+            quota_bytes: Some(250),
+            reserve_bytes: 0,
+            limit_bytes: None,
+            shares: 100,
+            active_bytes: Some(150),
+            active_ci_bytes: Some(5),
+            tracker_sample_pages: 0,
+            tracker_seconds: 0.0,
+            major_faults: 42,
+            major_faults_per_sec: 2.5,
+            tier_read_bytes_per_sec: 10240.0,
+            tier_write_bytes_per_sec: 0.0,
+            reason: "active 150 B \"hot\"\nfine".into(),
+            errors: [("pageout".to_string(), 3)].into(),
+            vm: false,
+        }
+    }
+
+    fn status() -> Status {
+        Status {
+            version: "0".into(),
+            pid: 1,
+            policy: "tierd".into(),
+            cgroup_version: "v1".into(),
+            cgroup_path: "/x".into(),
+            dram_budget_bytes: 1000,
+            dram_used_bytes: 600,
+            dram_free_bytes: 400,
+            ratio: 1.0,
+            capacity_bytes: 2000,
+            committed_bytes: 900,
+            overcommit: 0.9,
+            active_bytes: 810,
+            active_health: "red".into(),
+            tier: TierStatus { read_latency_us: Some(250.0), ..TierStatus::default() },
+            tierd_cpu_percent: 0.5,
+            tierd_rss_bytes: 4 << 20,
+            promotions_per_sec: 1.0,
+            demotions_per_sec: 2.0,
+            health: vec![Check {
+                name: "active_memory".into(),
+                colour: Colour::Red,
+                message: String::new(),
+                advice: None,
+            }],
+            http_address: None,
+            uptime_secs: 3.0,
+            tenants: vec![tenant("db", "running"), tenant("gone", "exited")],
+        }
+    }
+
+    /// Every non-comment line is `name{labels} value` with a known family.
+    #[test]
+    fn the_page_is_well_formed_text_exposition() {
+        let page = render(&status());
+        let mut families = std::collections::HashSet::new();
+        for line in page.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let mut it = rest.split(' ');
+                families.insert(it.next().unwrap().to_string());
+                assert!(matches!(it.next(), Some("gauge" | "counter")), "{line}");
+                continue;
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert!(families.contains(name), "sample before its TYPE: {line}");
+            let value = line.rsplit(' ').next().unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+        }
+        assert!(page.contains("tierd_active_dram_ratio 0.81\n"), "{page}");
+        assert!(page.contains("tierd_health_status{check=\"active_memory\"} 2\n"));
+        assert!(page.contains("tierd_tier_read_latency_seconds 0.00025\n"));
+        assert!(page.contains("tierd_tenant_tier_read_bytes_per_second{tenant=\"db\"} 10240\n"));
+        assert!(page.contains("tierd_tenant_errors_total{tenant=\"db\",op=\"pageout\"} 3\n"));
+        assert!(page.contains("tierd_tenants 1\n"));
+        assert!(!page.contains("tenant=\"gone\""), "exited tenants have no samples");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let page = render(&status());
+        assert!(page.contains(r#"reason="active 150 B \"hot\"\nfine"} 1"#), "{page}");
+    }
+
+    #[test]
+    fn no_latency_sample_without_reads() {
+        let mut s = status();
+        s.tier.read_latency_us = None;
+        let page = render(&s);
+        assert!(!page.lines().any(|l| l.starts_with("tierd_tier_read_latency_seconds ")));
+    }
+}
