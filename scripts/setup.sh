@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what tierd needs on a fresh Debian machine and builds it (release).
-# Idempotent: only missing packages are installed.
+# Idempotent: only missing packages are installed. `--with-browser` also installs
+# headless Chromium, which the dashboard test drives (the demo does not need it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps)
+[ "${1:-}" = "--with-browser" ] && tools+=(chromium:chromium)
 need_apt=()
-for tool in mkswap:util-linux losetup:mount blkid:util-linux kill:procps; do
+for tool in "${tools[@]}"; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
 if ((${#need_apt[@]})); then

@@ -5,6 +5,7 @@ pub mod chart;
 pub mod engine;
 pub mod harness;
 pub mod machine;
+pub mod metrics_bench;
 pub mod policy_bench;
 pub mod scenario;
 pub mod workload;

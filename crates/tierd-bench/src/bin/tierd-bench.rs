@@ -68,6 +68,16 @@ enum Cmd {
         /// Scenarios to run (default: all): steady, wake-up, noisy-neighbour, contention.
         scenarios: Vec<String>,
     },
+    /// Time `/metrics` scrapes against a tierd with many tenants (goal: under 50 ms
+    /// with 50). Writes metrics.json and metrics.md to --out.
+    Metrics {
+        #[arg(long, default_value = "bench/results")]
+        out: std::path::PathBuf,
+        #[arg(long, default_value_t = 50)]
+        tenants: usize,
+        #[arg(long, default_value_t = 200)]
+        scrapes: usize,
+    },
     /// Benchmark the engine: demotion and prefetch throughput, and tierd's CPU and
     /// memory with 8 tenants. Writes engine.json and engine.md to --out.
     Engine {
@@ -106,6 +116,22 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 println!("{:<16} {}", s.name, line.join("  "));
             }
             println!("results in {}", out.display());
+            Ok(0)
+        }
+        Cmd::Metrics { out, tenants, scrapes } => {
+            tierd_bench::harness::catch_interrupts()?;
+            if tenants == 0 || scrapes == 0 {
+                anyhow::bail!("--tenants and --scrapes must be at least 1");
+            }
+            let r = tierd_bench::metrics_bench::run(&out, tenants, scrapes)?;
+            println!(
+                "/metrics with {} tenants: median {:.2} ms, p99 {:.2} ms ({} bytes); results in {}",
+                r.tenants,
+                r.median_ms,
+                r.p99_ms,
+                r.page_bytes,
+                out.display()
+            );
             Ok(0)
         }
         Cmd::Engine { out, size, reps, window } => {

@@ -124,6 +124,7 @@ fn run() -> anyhow::Result<()> {
     raw.tier.force |= args.force_tier;
     let host = ProcFs::new("/proc").mem_total().unwrap_or(0);
     let cfg = raw.validate(host)?;
+    let http = args.http.as_deref().map(|a| tierd::http::parse_address(a, args.force_http)).transpose()?;
     if args.check {
         println!("{}", serde_json::to_string_pretty(&cfg)?);
         return Ok(());
@@ -133,7 +134,6 @@ fn run() -> anyhow::Result<()> {
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
-    let http = args.http.as_deref().map(|a| tierd::http::parse_address(a, args.force_http)).transpose()?;
     // Bind before setting up the tier so a second tierd fails before touching anything.
     let http = http.map(tierd::http::bind).transpose()?;
     let listener = tierd::server::bind(&cfg.socket)?;

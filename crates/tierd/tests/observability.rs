@@ -1,0 +1,175 @@
+//! Real-kernel tests of what operators see: `/metrics` moving with a real tenant, the
+//! history, `tierctl health` and `top`, and the dashboard in headless Chromium.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// A plain HTTP/1.0 GET (no client library needed for a loopback test).
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, body.to_string())
+}
+
+/// The value of one sample line, e.g. `metric(page, "tierd_tenant_dram_bytes{tenant=\"w\"}")`.
+fn metric(page: &str, series: &str) -> Option<f64> {
+    page.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.parse().ok()))
+}
+
+fn http_daemon() -> (Daemon, String) {
+    let mut d = Daemon::start(&[
+        "--dram-budget",
+        "1G",
+        "--ratio",
+        "2",
+        "--policy",
+        "tierd",
+        "--interval",
+        "2s",
+        "--window",
+        "16s",
+        "--http",
+        "127.0.0.1:0",
+    ]);
+    let addr = d.status()["http_address"].as_str().expect("status shows the HTTP address").to_string();
+    (d, addr)
+}
+
+#[test]
+fn metrics_move_with_a_real_tenant() {
+    let _g = serial();
+    let (mut d, addr) = http_daemon();
+    d.run_workload(
+        "w",
+        &["--size", "512M"],
+        &["--size", "512M", "--hot", "128M", "--duration", "60s", "--json", "--report", "5s"],
+    );
+    // Fill, then most of a window of estimates.
+    std::thread::sleep(Duration::from_secs(24));
+    let (code, page) = get(&addr, "/metrics");
+    assert_eq!(code, 200, "{page}");
+    let active = metric(&page, "tierd_tenant_active_bytes{tenant=\"w\"}").expect("active bytes for w") / MIB as f64;
+    assert!((96.0..=160.0).contains(&active), "active {active:.0} MiB for a 128 MiB hot set:\n{page}");
+    assert!(metric(&page, "tierd_active_bytes").unwrap() > 64.0 * MIB as f64);
+    assert_eq!(metric(&page, "tierd_tenants"), Some(1.0));
+    assert!(metric(&page, "tierd_health_status{check=\"active_memory\"}").is_some());
+
+    // Everything to the tier: the hot set faults back and the read bandwidth shows it.
+    d.ctl(&["demote", "w"]);
+    let end = Instant::now() + Duration::from_secs(15);
+    let (mut host_read, mut tenant_read) = (0.0f64, 0.0f64);
+    while Instant::now() < end && (host_read < MIB as f64 || tenant_read < MIB as f64) {
+        std::thread::sleep(Duration::from_millis(500));
+        let page = get(&addr, "/metrics").1;
+        host_read = host_read.max(metric(&page, "tierd_tier_read_bytes_per_second").unwrap_or(0.0));
+        tenant_read =
+            tenant_read.max(metric(&page, "tierd_tenant_tier_read_bytes_per_second{tenant=\"w\"}").unwrap_or(0.0));
+    }
+    assert!(host_read >= MIB as f64, "host tier reads {host_read:.0} B/s after demoting a busy tenant");
+    assert!(tenant_read >= MIB as f64, "tenant tier reads {tenant_read:.0} B/s after demoting it");
+
+    // The history has points (one per 10 s) with the tenant in them.
+    let (code, hist) = get(&addr, "/api/history");
+    assert_eq!(code, 200);
+    let hist: serde_json::Value = serde_json::from_str(&hist).unwrap();
+    let points = hist.as_array().unwrap();
+    assert!(points.len() >= 2, "{} points after 30 s", points.len());
+    assert!(points.iter().any(|p| p["tenants"]["w"]["dram_bytes"].as_u64().unwrap_or(0) > 0), "{hist:#}");
+
+    // health: one line per check, exit code by the worst colour.
+    let out = d.try_ctl(&["health"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.lines().any(|l| l.starts_with("green") || l.starts_with("yellow") || l.starts_with("red")), "{text}");
+    assert!(text.contains("active memory") && text.contains("tier"), "{text}");
+    let worst = if text.contains("red ") {
+        2
+    } else if text.contains("yellow") {
+        1
+    } else {
+        0
+    };
+    assert_eq!(out.status.code(), Some(worst), "{text}");
+
+    // top in batch mode: the host summary and the tenant's row.
+    let top = d.ctl(&["top", "--batch", "--iterations", "1", "--sort", "faults"]);
+    assert!(top.contains("DRAM   budget 1 GiB"), "{top}");
+    assert!(top.lines().any(|l| l.starts_with("w ")), "{top}");
+    assert!(top.contains("MAJF/s*"), "{top}");
+
+    let (code, _) = get(&addr, "/nowhere");
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn http_refuses_a_non_loopback_address_unless_forced() {
+    let out = Command::new(tierd_bin()).args(["--http", "0.0.0.0:9464", "--check"]).output().unwrap();
+    // --check validates the config only; the address is checked before anything is set up.
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success() && err.contains("not a loopback address"), "{err}");
+}
+
+fn chromium() -> String {
+    let path = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("headless Chromium is needed for the dashboard test: scripts/setup.sh installs it (apt-get install chromium)");
+    path.to_string()
+}
+
+/// An attribute of the element with `id` in a dumped DOM.
+fn attr(dom: &str, id: &str, name: &str) -> Option<String> {
+    let at = dom.find(&format!("id=\"{id}\""))?;
+    let start = dom[..at].rfind('<')?;
+    let tag = &dom[start..start + dom[start..].find('>')?];
+    let key = format!("{name}=\"");
+    let v = &tag[tag.find(&key)? + key.len()..];
+    Some(v[..v.find('"')?].replace("&quot;", "\""))
+}
+
+#[test]
+fn the_dashboard_shows_real_data_in_headless_chromium() {
+    let browser = chromium();
+    let _g = serial();
+    let (mut d, addr) = http_daemon();
+    d.run_workload(
+        "dash",
+        &["--size", "256M"],
+        &["--size", "256M", "--hot", "64M", "--duration", "45s", "--json", "--report", "5s"],
+    );
+    // A history point or two and a measured tenant.
+    std::thread::sleep(Duration::from_secs(14));
+    let profile = d.dir.path().join("chromium-profile");
+    let out = Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--virtual-time-budget=6000", "--dump-dom"])
+        .arg(format!("http://{addr}/"))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(dom.contains("data-ready=\"1\""), "the page loaded its data:\n{dom}");
+    for chart in ["chart-active", "chart-bandwidth", "chart-latency", "chart-tenants"] {
+        let n: usize = attr(&dom, chart, "data-points").unwrap_or_default().parse().unwrap_or(0);
+        assert!(n >= 2, "{chart} draws {n} points:\n{dom}");
+        assert!(dom.contains("<canvas"), "uPlot drew canvases");
+    }
+    // The active-memory chart's last values: active, DRAM used, DRAM budget (1 GiB).
+    let last: Vec<Option<f64>> =
+        serde_json::from_str(&attr(&dom, "chart-active", "data-last").expect("data-last")).expect("JSON numbers");
+    assert_eq!(last[2], Some(GIB as f64), "{last:?}");
+    assert!(last[1].unwrap_or(0.0) > 32.0 * MIB as f64, "DRAM used is real: {last:?}");
+    assert!(dom.contains(">dash<"), "the tenant table lists the tenant");
+    assert!(dom.contains("class=\"check green\"") || dom.contains("class=\"check yellow\""), "health shown");
+}
