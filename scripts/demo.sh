@@ -29,7 +29,7 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "Starting tierd: DRAM budget 1 GiB, tier = 2 GiB file in its state directory (ratio 1:2), policy tierd"
 "$BIN/tierd" --dram-budget 1G --ratio 2 --policy tierd --interval 2s --window 20s \
-  --state-dir "$DEMO/state" --cgroup-name "tierd-demo-$$" 2>"$DEMO/tierd.log" &
+  --state-dir "$DEMO/state" --cgroup-name "tierd-demo-$$" --http 127.0.0.1:0 2>"$DEMO/tierd.log" &
 TIERD_PID=$!
 for _ in $(seq 100); do "$BIN/tierctl" status >/dev/null 2>&1 && break; sleep 0.1; done
 cat "$DEMO/tierd.log"
@@ -55,6 +55,14 @@ step "...and prefetch fills the rest of its quota from the tier"
 "$BIN/tierctl" prefetch web-1
 sleep 2
 "$BIN/tierctl" status
+
+step "Health checks (tierctl health; exit code 0 green, 1 yellow, 2 red) and one screen of tierctl top"
+"$BIN/tierctl" health || true
+"$BIN/tierctl" top --batch --iterations 1 --sort faults
+addr=$("$BIN/tierctl" status --json | grep -o '"http_address": *"[^"]*"' | cut -d'"' -f4)
+echo "(live: tierctl top; dashboard at http://$addr/ while the demo runs)"
+echo "A few lines of its Prometheus metrics:"
+curl -s "http://$addr/metrics" 2>/dev/null | grep -E '^tierd_(active_dram_ratio|tier_read_bytes_per_second|tenant_active_bytes)' | head -6 || true
 
 step "Why web-1 has the quota it has"
 "$BIN/tierctl" explain web-1

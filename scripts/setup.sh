@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what tierd needs on a fresh Debian machine and builds it (release).
 # Idempotent: only missing packages are installed. `--with-browser` also installs
-# headless Chromium, which the dashboard test drives (the demo does not need it).
+# headless Chromium and python3, which the tests drive (the demo needs neither).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps)
-[ "${1:-}" = "--with-browser" ] && tools+=(chromium:chromium)
+tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps curl:curl)
+[ "${1:-}" = "--with-browser" ] && tools+=(chromium:chromium python3:python3)
 need_apt=()
 for tool in "${tools[@]}"; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")

@@ -164,17 +164,6 @@ fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
 }
 
-fn remove_cgroups(dir: &Path) {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                remove_cgroups(&e.path());
-            }
-        }
-    }
-    let _ = std::fs::remove_dir(dir);
-}
-
 impl Drop for Tierd {
     fn drop(&mut self) {
         for &pid in &self.pids {
@@ -214,7 +203,7 @@ impl Drop for Tierd {
         if let Ok(cg) = std::fs::read_to_string("/proc/self/cgroup")
             && let Some(own) = cg.lines().find_map(|l| l.split_once(":memory:").map(|x| x.1))
         {
-            remove_cgroups(
+            tierd_sys::cgroup::remove_tree(
                 &Path::new("/sys/fs/cgroup/memory").join(own.trim_start_matches('/')).join(&self.cgroup_name),
             );
         }

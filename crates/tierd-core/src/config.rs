@@ -97,6 +97,8 @@ pub struct RawConfig {
     pub socket: Option<PathBuf>,
     /// Name of tierd's cgroup subtree, created under the cgroup tierd runs in.
     pub cgroup_name: Option<String>,
+    /// Address of the HTTP server (metrics, dashboard); unset: off.
+    pub http: Option<String>,
     pub tier: RawTier,
     pub tracker: RawTracker,
 }
@@ -141,6 +143,8 @@ pub struct Config {
     pub state_dir: PathBuf,
     pub socket: PathBuf,
     pub cgroup_name: String,
+    /// Address of the HTTP server, as written (the daemon checks it is loopback).
+    pub http: Option<String>,
     pub tier: TierConfig,
     pub tracker: TrackerConfig,
 }
@@ -234,6 +238,7 @@ impl RawConfig {
             state_dir,
             socket,
             cgroup_name,
+            http: self.http.clone(),
             tier: TierConfig { path, size, backing: self.tier.backing, force: self.tier.force, embedded },
             tracker: TrackerConfig { sample_pages, window },
         })

@@ -27,10 +27,15 @@ pub fn active_memory(active_bytes: u64, dram_budget: u64) -> Colour {
     if dram_budget == 0 {
         return Colour::Red;
     }
-    let pct = active_bytes as f64 * 100.0 / dram_budget as f64;
-    if pct < 50.0 {
+    band(active_bytes as f64 * 100.0 / dram_budget as f64, 50.0, 75.0)
+}
+
+/// Green below `yellow`, yellow from it up to and including `red`, red above: the
+/// shape of every threshold in the seeds' guidance.
+fn band(v: f64, yellow: f64, red: f64) -> Colour {
+    if v < yellow {
         Colour::Green
-    } else if pct <= 75.0 {
+    } else if v <= red {
         Colour::Yellow
     } else {
         Colour::Red
@@ -39,13 +44,7 @@ pub fn active_memory(active_bytes: u64, dram_budget: u64) -> Colour {
 
 /// Tier read latency: below 200 µs green, 200–400 µs yellow, above 400 µs red.
 pub fn tier_read_latency(micros: f64) -> Colour {
-    if micros < 200.0 {
-        Colour::Green
-    } else if micros <= 400.0 {
-        Colour::Yellow
-    } else {
-        Colour::Red
-    }
+    band(micros, 200.0, 400.0)
 }
 
 /// Tier fill: below 80% green, 80–95% yellow, above 95% red. A full tier means the
@@ -54,14 +53,7 @@ pub fn tier_fill(used: u64, size: u64) -> Colour {
     if size == 0 {
         return Colour::Green;
     }
-    let pct = used as f64 * 100.0 / size as f64;
-    if pct < 80.0 {
-        Colour::Green
-    } else if pct <= 95.0 {
-        Colour::Yellow
-    } else {
-        Colour::Red
-    }
+    band(used as f64 * 100.0 / size as f64, 80.0, 95.0)
 }
 
 /// What the host-wide checks look at.

@@ -316,12 +316,28 @@ impl Engine {
             let mut footprint = 0;
             let mut swapped = 0;
             let mut pinned = 0;
+            let (mut locked, mut hugetlb) = (0, 0);
             for p in &t.procs {
                 if let Ok(m) = self.proc.memory(p.pid()) {
                     footprint += m.rss_anon + m.swap;
                     swapped += m.swap;
                     pinned += m.locked + m.hugetlb;
+                    locked += m.locked;
+                    hugetlb += m.hugetlb;
                 }
+            }
+            // Say once (per episode) that some of the tenant cannot be tiered at all.
+            if pinned > 0 && t.measure.pinned == 0 {
+                self.events.warn(
+                    Some(name.as_str()),
+                    format!(
+                        "{} cannot be tiered ({} mlocked, {} on hugetlbfs): it stays in DRAM and counts \
+                         against the budget",
+                        human(pinned),
+                        human(locked),
+                        human(hugetlb)
+                    ),
+                );
             }
             let Ok(stats) = stats else {
                 t.count_error("cgroup stats");

@@ -173,3 +173,23 @@ fn the_dashboard_shows_real_data_in_headless_chromium() {
     assert!(dom.contains(">dash<"), "the tenant table lists the tenant");
     assert!(dom.contains("class=\"check green\"") || dom.contains("class=\"check yellow\""), "health shown");
 }
+
+#[test]
+fn a_tenant_with_locked_memory_is_reported_as_untierable() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "512M", "--policy", "tierd", "--interval", "1s"]);
+    // mlockall, then 32 MiB of touched memory: none of it can go to the tier.
+    let script = "import ctypes, time\n\
+                  assert ctypes.CDLL(None).mlockall(3) == 0\n\
+                  b = bytearray(32 << 20)\n\
+                  time.sleep(60)\n";
+    let out = d.ctl(&["run", "--name", "locked", "--size", "64M", "--", "python3", "-c", script]);
+    assert!(out.starts_with("locked "), "{out}");
+    wait_for("the warning about locked memory", Duration::from_secs(20), || {
+        d.try_ctl(&["events"]).stdout.windows(16).any(|w| w == b"cannot be tiered")
+    });
+    let events = d.ctl(&["events"]);
+    let line = events.lines().find(|l| l.contains("cannot be tiered")).unwrap();
+    assert!(line.contains("[locked]") && line.contains("warning") && line.contains("mlocked"), "{line}");
+    assert!(d.tenant("locked")["pinned_bytes"].as_u64().unwrap() >= 32 * MIB);
+}

@@ -77,12 +77,33 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError>;
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError>;
     fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError>;
+    /// tierd's own cgroup as `/proc/PID/cgroup` names it (the path `base` stands for).
+    fn own(&self) -> &str;
     /// The `cgroup.procs` file of a cgroup, for a child to join before `exec`.
-    fn procs_file(&self, rel: &str) -> Result<PathBuf, CgroupError>;
+    fn procs_file(&self, rel: &str) -> Result<PathBuf, CgroupError> {
+        Ok(inside(self.base(), rel)?.join("cgroup.procs"))
+    }
     /// Child cgroups of a cgroup (names).
-    fn children(&self, rel: &str) -> Result<Vec<String>, CgroupError>;
+    fn children(&self, rel: &str) -> Result<Vec<String>, CgroupError> {
+        list_children(&inside(self.base(), rel)?)
+    }
     /// True when `pid`'s memory cgroup is `base` or below it.
-    fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError>;
+    fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError> {
+        Ok(path_is_below(&proc.memory_cgroup(Some(pid))?, self.own()))
+    }
+}
+
+/// Removes a cgroup directory and every cgroup below it, deepest first, ignoring
+/// errors (for teardown after tests and benchmarks: only empty cgroups go).
+pub fn remove_tree(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                remove_tree(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Joins `rel` to `base`, refusing anything that could leave the subtree.

@@ -7,11 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{
-    CgroupError, MemoryController, MemoryStats, Version, inside, list_children, make_dir, path_is_below, read_procs,
-    remove_dir,
-};
-use crate::procfs::ProcFs;
+use super::{CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir};
 use crate::{read_text, read_u64, write_text};
 
 /// v1 reports "unlimited" as the largest page-aligned `i64`.
@@ -129,16 +125,8 @@ impl MemoryController for V1 {
         Ok(())
     }
 
-    fn procs_file(&self, rel: &str) -> Result<PathBuf, CgroupError> {
-        Ok(inside(&self.base, rel)?.join("cgroup.procs"))
-    }
-
-    fn children(&self, rel: &str) -> Result<Vec<String>, CgroupError> {
-        list_children(&inside(&self.base, rel)?)
-    }
-
-    fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError> {
-        Ok(path_is_below(&proc.memory_cgroup(Some(pid))?, &self.own))
+    fn own(&self) -> &str {
+        &self.own
     }
 }
 
@@ -146,6 +134,7 @@ impl MemoryController for V1 {
 mod tests {
     use super::*;
     use crate::cgroup::fixture::populate;
+    use crate::procfs::ProcFs;
 
     const STAT: &str = "cache 4096\nrss 1048576\nrss_huge 0\nswap 8192\nswapcached 0\npgmajfault 1\n\
 total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\ntotal_swapcached 4096\ntotal_pgmajfault 7\n";

@@ -5,11 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{
-    CgroupError, MemoryController, MemoryStats, Version, inside, list_children, make_dir, path_is_below, read_procs,
-    remove_dir,
-};
-use crate::procfs::ProcFs;
+use super::{CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir};
 use crate::{read_text, read_u64, write_text};
 
 #[derive(Debug)]
@@ -110,16 +106,8 @@ impl MemoryController for V2 {
         Ok(())
     }
 
-    fn procs_file(&self, rel: &str) -> Result<PathBuf, CgroupError> {
-        Ok(inside(&self.base, rel)?.join("cgroup.procs"))
-    }
-
-    fn children(&self, rel: &str) -> Result<Vec<String>, CgroupError> {
-        list_children(&inside(&self.base, rel)?)
-    }
-
-    fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError> {
-        Ok(path_is_below(&proc.memory_cgroup(Some(pid))?, &self.own))
+    fn own(&self) -> &str {
+        &self.own
     }
 }
 

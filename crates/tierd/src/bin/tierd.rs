@@ -116,6 +116,7 @@ fn run() -> anyhow::Result<()> {
     raw.state_dir = args.state_dir.or(raw.state_dir);
     raw.socket = args.socket.or(raw.socket);
     raw.cgroup_name = args.cgroup_name.or(raw.cgroup_name);
+    raw.http = args.http.or(raw.http);
     raw.tracker.window = args.window.or(raw.tracker.window);
     raw.tracker.sample_pages = args.sample_pages.or(raw.tracker.sample_pages);
     raw.tier.path = args.tier.or(raw.tier.path);
@@ -124,7 +125,7 @@ fn run() -> anyhow::Result<()> {
     raw.tier.force |= args.force_tier;
     let host = ProcFs::new("/proc").mem_total().unwrap_or(0);
     let cfg = raw.validate(host)?;
-    let http = args.http.as_deref().map(|a| tierd::http::parse_address(a, args.force_http)).transpose()?;
+    let http = cfg.http.as_deref().map(|a| tierd::http::parse_address(a, args.force_http)).transpose()?;
     if args.check {
         println!("{}", serde_json::to_string_pretty(&cfg)?);
         return Ok(());

@@ -273,17 +273,6 @@ pub fn send_signal(pid: u32, sig: i32) {
     let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).stderr(Stdio::null()).status();
 }
 
-fn remove_cgroups(dir: &Path) {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                remove_cgroups(&e.path());
-            }
-        }
-    }
-    let _ = std::fs::remove_dir(dir);
-}
-
 impl Drop for Daemon {
     fn drop(&mut self) {
         if self.child.is_some() {
@@ -306,6 +295,6 @@ impl Drop for Daemon {
         for dev in self.owned_loops() {
             let _ = Command::new("losetup").arg("-d").arg(&dev).status();
         }
-        remove_cgroups(&self.cgroup_dir());
+        tierd_sys::cgroup::remove_tree(&self.cgroup_dir());
     }
 }
