@@ -238,7 +238,8 @@ impl Engine {
         self.enforce(&plan);
         let now = now_secs();
         if self.history.due(now) {
-            let st = self.status();
+            // Just measured: no need for `status()` to measure again.
+            let st = self.status_as_measured();
             self.history.record(Point::from_status(&st, now));
         }
     }
@@ -315,19 +316,23 @@ impl Engine {
             }
             let mut footprint = 0;
             let mut swapped = 0;
-            let mut pinned = 0;
             let (mut locked, mut hugetlb) = (0, 0);
             for p in &t.procs {
                 if let Ok(m) = self.proc.memory(p.pid()) {
                     footprint += m.rss_anon + m.swap;
                     swapped += m.swap;
-                    pinned += m.locked + m.hugetlb;
                     locked += m.locked;
                     hugetlb += m.hugetlb;
                 }
             }
+            let pinned = locked + hugetlb;
+            let Ok(stats) = stats else {
+                t.count_error("cgroup stats");
+                continue;
+            };
+            let prev = t.measure;
             // Say once (per episode) that some of the tenant cannot be tiered at all.
-            if pinned > 0 && t.measure.pinned == 0 {
+            if pinned > 0 && prev.pinned == 0 {
                 self.events.warn(
                     Some(name.as_str()),
                     format!(
@@ -339,11 +344,6 @@ impl Engine {
                     ),
                 );
             }
-            let Ok(stats) = stats else {
-                t.count_error("cgroup stats");
-                continue;
-            };
-            let prev = t.measure;
             t.measure.footprint = footprint;
             t.measure.dram = stats.usage;
             t.measure.tier = stats.swap.max(swapped);
@@ -352,13 +352,12 @@ impl Engine {
             t.measure.major_faults_total = stats.major_faults;
             // Rates are per interval: only the control loop moves their baseline.
             if rates {
+                let faults = if prev.at.is_some() { stats.major_faults.saturating_sub(prev.major_faults) } else { 0 };
+                t.measure.interval_faults = faults;
                 (t.measure.major_faults_per_sec, t.measure.tier_write_bytes_per_sec) = match prev.at {
                     Some(at) if now > at => {
                         let dt = (now - at).as_secs_f64();
-                        (
-                            stats.major_faults.saturating_sub(prev.major_faults) as f64 / dt,
-                            t.measure.tier.saturating_sub(prev.tier_at_rate) as f64 / dt,
-                        )
+                        (faults as f64 / dt, t.measure.tier.saturating_sub(prev.tier_at_rate) as f64 / dt)
                     }
                     _ => (0.0, 0.0),
                 };
@@ -416,9 +415,7 @@ impl Engine {
             let tracker = t
                 .tracker
                 .get_or_insert_with(|| Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)));
-            let faults = t.measure.major_faults.saturating_sub(t.tracked_faults.unwrap_or(t.measure.major_faults));
-            t.tracked_faults = Some(t.measure.major_faults);
-            tracker.observe(&t.procs, faults, now);
+            tracker.observe(&t.procs, t.measure.interval_faults, now);
         }
     }
 
@@ -911,6 +908,11 @@ impl Engine {
     pub fn status(&mut self) -> Status {
         self.reap();
         self.measure(false);
+        self.status_as_measured()
+    }
+
+    /// The status from the last measurement.
+    fn status_as_measured(&self) -> Status {
         let group = self.cg.stats(&self.group_rel()).unwrap_or_default();
         let snap = self.snapshot();
         let cap = self.capacity();

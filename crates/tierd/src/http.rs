@@ -115,31 +115,7 @@ mod tests {
             .collect();
         assert!(exprs.len() >= 4, "{exprs:?}");
         // Every metric the dashboard asks for is one /metrics serves.
-        let page = metrics::render(&crate::api::Status {
-            version: String::new(),
-            pid: 0,
-            policy: String::new(),
-            cgroup_version: String::new(),
-            cgroup_path: Default::default(),
-            dram_budget_bytes: 1,
-            dram_used_bytes: 0,
-            dram_free_bytes: 0,
-            ratio: 1.0,
-            capacity_bytes: 0,
-            committed_bytes: 0,
-            overcommit: 0.0,
-            active_bytes: 0,
-            active_health: String::new(),
-            tier: Default::default(),
-            tierd_cpu_percent: 0.0,
-            tierd_rss_bytes: 0,
-            promotions_per_sec: 0.0,
-            demotions_per_sec: 0.0,
-            health: vec![],
-            http_address: None,
-            uptime_secs: 0.0,
-            tenants: vec![],
-        });
+        let page = metrics::render(&metrics::tests::status());
         for e in &exprs {
             for name in e.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("tierd_"))
             {

@@ -63,24 +63,43 @@ impl Writer {
         self.family(name, "gauge", help);
         self.sample(name, &[], v);
     }
-
-    /// One family with a sample per running tenant (those `f` has a value for).
-    fn per_tenant(
-        &mut self,
-        ts: &[&TenantStatus],
-        name: &str,
-        kind: &str,
-        help: &str,
-        f: impl Fn(&TenantStatus) -> Option<f64>,
-    ) {
-        self.family(name, kind, help);
-        for t in ts {
-            if let Some(v) = f(t) {
-                self.sample(name, &[("tenant", &t.name)], v);
-            }
-        }
-    }
 }
+
+/// A per-tenant family: name, type, help, and the value (absent: no sample).
+type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
+
+/// The per-tenant families, one sample per running tenant each.
+const TENANT_FAMILIES: [TenantFamily; 12] = [
+    ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
+    ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
+    ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
+    ("tierd_tenant_active_bytes", "gauge", "Memory the tenant touched within the window.", |t| {
+        t.active_bytes.map(|v| v as f64)
+    }),
+    ("tierd_tenant_active_ci_bytes", "gauge", "95% confidence half-width of the active estimate.", |t| {
+        t.active_ci_bytes.map(|v| v as f64)
+    }),
+    ("tierd_tenant_quota_bytes", "gauge", "The tenant's DRAM quota (absent: unlimited).", |t| {
+        t.quota_bytes.map(|v| v as f64)
+    }),
+    ("tierd_tenant_reserve_bytes", "gauge", "DRAM guaranteed to the tenant.", |t| Some(t.reserve_bytes as f64)),
+    ("tierd_tenant_limit_bytes", "gauge", "Most DRAM the tenant may hold (absent: no cap).", |t| {
+        t.limit_bytes.map(|v| v as f64)
+    }),
+    ("tierd_tenant_tier_read_bytes_per_second", "gauge", "Pages the tenant waited for from the tier.", |t| {
+        Some(t.tier_read_bytes_per_sec)
+    }),
+    (
+        "tierd_tenant_tier_write_bytes_per_second",
+        "gauge",
+        "Growth of the tenant's tier footprint (a lower bound of its tier writes).",
+        |t| Some(t.tier_write_bytes_per_sec),
+    ),
+    ("tierd_tenant_major_faults_per_second", "gauge", "Major faults per second.", |t| Some(t.major_faults_per_sec)),
+    ("tierd_tenant_major_faults_total", "counter", "Major faults since the tenant started.", |t| {
+        Some(t.major_faults as f64)
+    }),
+];
 
 /// Renders the `/metrics` page.
 pub fn render(s: &Status) -> String {
@@ -128,66 +147,29 @@ pub fn render(s: &Status) -> String {
 
     let running: Vec<&TenantStatus> = s.tenants.iter().filter(|t| t.state == "running").collect();
     w.gauge("tierd_tenants", "Running tenants.", running.len() as f64);
-    let t = &running;
-    w.per_tenant(t, "tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| {
-        Some(b(t.size_bytes))
-    });
-    w.per_tenant(t, "tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(b(t.dram_bytes)));
-    w.per_tenant(t, "tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(b(t.tier_bytes)));
-    w.per_tenant(t, "tierd_tenant_active_bytes", "gauge", "Memory the tenant touched within the window.", |t| {
-        t.active_bytes.map(b)
-    });
-    w.per_tenant(
-        t,
-        "tierd_tenant_active_ci_bytes",
-        "gauge",
-        "95% confidence half-width of the active estimate.",
-        |t| t.active_ci_bytes.map(b),
-    );
-    w.per_tenant(t, "tierd_tenant_quota_bytes", "gauge", "The tenant's DRAM quota (absent: unlimited).", |t| {
-        t.quota_bytes.map(b)
-    });
-    w.per_tenant(t, "tierd_tenant_reserve_bytes", "gauge", "DRAM guaranteed to the tenant.", |t| {
-        Some(b(t.reserve_bytes))
-    });
-    w.per_tenant(t, "tierd_tenant_limit_bytes", "gauge", "Most DRAM the tenant may hold (absent: no cap).", |t| {
-        t.limit_bytes.map(b)
-    });
-    w.per_tenant(
-        t,
-        "tierd_tenant_tier_read_bytes_per_second",
-        "gauge",
-        "Pages the tenant waited for from the tier.",
-        |t| Some(t.tier_read_bytes_per_sec),
-    );
-    w.per_tenant(
-        t,
-        "tierd_tenant_tier_write_bytes_per_second",
-        "gauge",
-        "Growth of the tenant's tier footprint (a lower bound of its tier writes).",
-        |t| Some(t.tier_write_bytes_per_sec),
-    );
-    w.per_tenant(t, "tierd_tenant_major_faults_per_second", "gauge", "Major faults per second.", |t| {
-        Some(t.major_faults_per_sec)
-    });
-    w.per_tenant(t, "tierd_tenant_major_faults_total", "counter", "Major faults since the tenant started.", |t| {
-        Some(t.major_faults as f64)
-    });
+    for (name, kind, help, value) in TENANT_FAMILIES {
+        w.family(name, kind, help);
+        for t in &running {
+            if let Some(v) = value(t) {
+                w.sample(name, &[("tenant", &t.name)], v);
+            }
+        }
+    }
     w.family("tierd_tenant_errors_total", "counter", "Failed syscalls and cgroup writes, by operation.");
-    for t in t {
+    for t in &running {
         for (op, n) in &t.errors {
             w.sample("tierd_tenant_errors_total", &[("tenant", &t.name), ("op", op)], *n as f64);
         }
     }
     w.family("tierd_tenant_decision_info", "gauge", "The reason of the last quota decision, as a label.");
-    for t in t {
+    for t in &running {
         w.sample("tierd_tenant_decision_info", &[("tenant", &t.name), ("reason", &t.reason)], 1.0);
     }
     w.out
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::api::TierStatus;
     use tierd_core::health::Check;
@@ -223,7 +205,8 @@ mod tests {
         }
     }
 
-    fn status() -> Status {
+    /// A status with one running and one exited tenant (also for other modules' tests).
+    pub(crate) fn status() -> Status {
         Status {
             version: "0".into(),
             pid: 1,

@@ -42,6 +42,8 @@ pub struct Measure {
     /// Major faults so far.
     pub major_faults_total: u64,
     pub major_faults_per_sec: f64,
+    /// Major faults in the last interval (what the tracker counts as pages touched).
+    pub interval_faults: u64,
     /// Growth of the tier footprint per second over the last interval: a lower bound of
     /// the tenant's tier writes (cgroup v1 counts no per-cgroup swap-outs; pages written
     /// and read back within one interval are missed).
@@ -83,8 +85,6 @@ pub struct Tenant {
     /// Regions prefetched lately, by (pid, start), with when: their pages wait in the
     /// swap cache, still marked swapped, so they are not asked for again at once.
     pub prefetched: HashMap<(u32, u64), f64>,
-    /// Major faults when the tracker last observed the tenant.
-    pub tracked_faults: Option<u64>,
     /// Major faults at the last between-interval look (see `Engine::fault_watch`).
     pub watch: Option<(Instant, u64)>,
 }
@@ -107,7 +107,6 @@ impl Tenant {
             woke_at: None,
             prefetched: HashMap::new(),
             watch: None,
-            tracked_faults: None,
         }
     }
 

@@ -57,7 +57,8 @@ impl SortBy {
     }
 }
 
-fn paint(s: String, c: Colour, colour: bool) -> String {
+/// `s` in its health colour when `colour` (a terminal), else as is.
+pub fn paint(s: String, c: Colour, colour: bool) -> String {
     if !colour {
         return s;
     }

