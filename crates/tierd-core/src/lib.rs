@@ -15,6 +15,7 @@ pub mod policy;
 pub mod size;
 pub mod snapshot;
 pub mod tenant;
+pub mod tlb;
 
 pub use name::TenantName;
 pub use size::ByteSize;
