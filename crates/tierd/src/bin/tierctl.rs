@@ -122,6 +122,17 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// TLB coverage for 4 KiB, 2 MiB and 1 GiB pages: entries × page size, and the
+    /// fraction of each working set it covers under uniform access (a simple model of
+    /// one unified TLB; `tierd-bench latency` measures the real effect). Needs no tierd.
+    Tlb {
+        /// TLB sizes in entries, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "64,256,2048")]
+        entries: Vec<u64>,
+        /// Working-set sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "8G,64G")]
+        working_set: Vec<ByteSize>,
+    },
     /// Live view of the host and its tenants, like esxtop's memory screen.
     Top {
         /// Column to sort tenants by (in the view: n d t a u r w f).
@@ -184,6 +195,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let sock = &cli.socket;
     let t = Duration::from_secs(120);
     match cli.cmd {
+        Cmd::Tlb { entries, working_set } => {
+            if entries.contains(&0) || working_set.iter().any(|w| w.0 == 0) {
+                anyhow::bail!("--entries and --working-set must be positive");
+            }
+            let ws: Vec<u64> = working_set.iter().map(|w| w.0).collect();
+            print!("{}", tierd_core::tlb::render(&entries, &ws));
+        }
         Cmd::Status { json } => {
             let v = call(sock, &Request::Status, t)?;
             if json {
@@ -319,6 +337,11 @@ fn clock(t: f64) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
+/// Share of DRAM on huge pages, as the HUGE column shows it.
+fn huge_share(huge: u64, dram: u64) -> String {
+    if dram == 0 { "-".into() } else { format!("{:.0}%", (huge as f64 / dram as f64 * 100.0).min(100.0)) }
+}
+
 fn opt(b: Option<u64>) -> String {
     b.map_or("-".into(), human)
 }
@@ -364,8 +387,8 @@ fn print_status(s: &Status) {
     );
     println!();
     println!(
-        "{:<16} {:<10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9}",
-        "TENANT", "STATE", "PID", "SIZE", "DRAM", "TIER", "QUOTA", "ACTIVE", "MAJFLT/s"
+        "{:<16} {:<10} {:>8} {:>10} {:>10} {:>5} {:>10} {:>10} {:>10} {:>9}",
+        "TENANT", "STATE", "PID", "SIZE", "DRAM", "HUGE", "TIER", "QUOTA", "ACTIVE", "MAJFLT/s"
     );
     for t in &s.tenants {
         let state = match (t.state.as_str(), t.exit_code) {
@@ -373,12 +396,13 @@ fn print_status(s: &Status) {
             (s, _) => s.to_string(),
         };
         println!(
-            "{:<16} {:<10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9.0}",
+            "{:<16} {:<10} {:>8} {:>10} {:>10} {:>5} {:>10} {:>10} {:>10} {:>9.0}",
             t.name,
             state,
             t.pids.first().map_or("-".into(), |p| p.to_string()),
             human(t.size_bytes),
             human(t.dram_bytes),
+            huge_share(t.huge_bytes, t.dram_bytes),
             human(t.tier_bytes),
             opt(t.quota_bytes),
             opt(t.active_bytes),
@@ -390,6 +414,7 @@ fn print_status(s: &Status) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tierd_core::size::GIB;
 
     #[test]
     fn health_lines_give_advice_only_when_not_green() {
@@ -405,6 +430,14 @@ mod tests {
         assert_eq!(health_line(&c, false), "green  active memory 81% of DRAM");
         let coloured = health_line(&c, true);
         assert!(coloured.starts_with("\x1b[") && coloured.contains("green"), "coloured on a terminal: {coloured:?}");
+    }
+
+    #[test]
+    fn huge_share_is_a_capped_percentage_of_dram() {
+        assert_eq!(huge_share(0, 0), "-");
+        assert_eq!(huge_share(GIB / 2, GIB), "50%");
+        // cgroup counters are sampled apart: never above 100%.
+        assert_eq!(huge_share(2 * GIB, GIB), "100%");
     }
 
     #[test]
