@@ -4,6 +4,8 @@
 pub mod chart;
 pub mod engine;
 pub mod harness;
+pub mod huge_bench;
+pub mod latency;
 pub mod machine;
 pub mod metrics_bench;
 pub mod policy_bench;

@@ -81,11 +81,22 @@ pub struct TenantDef {
     pub reserve: u64,
     pub shares: u32,
     pub report: &'static str,
+    /// Back the tenant's memory with transparent huge pages.
+    pub thp: bool,
 }
 
 impl TenantDef {
     pub fn new(name: &'static str, size_mib: u64, hot_mib: u64, phases: &'static str) -> TenantDef {
-        TenantDef { name, size: size_mib * MIB, hot: hot_mib * MIB, phases, reserve: 0, shares: 100, report: "1s" }
+        TenantDef {
+            name,
+            size: size_mib * MIB,
+            hot: hot_mib * MIB,
+            phases,
+            reserve: 0,
+            shares: 100,
+            report: "1s",
+            thp: false,
+        }
     }
 }
 
@@ -96,7 +107,12 @@ pub struct Report {
     pub unix: f64,
     pub phase: String,
     pub ops_per_sec: f64,
+    #[serde(default)]
+    pub p50_us: f64,
     pub p99_us: f64,
+    /// Share of the hot set on huge pages (THP tenants only).
+    #[serde(default)]
+    pub hot_huge: Option<f64>,
 }
 
 /// What one tenant saw in one run.
@@ -143,19 +159,19 @@ impl Run {
     }
 }
 
-fn parse_reports(stdout: &str) -> Vec<Report> {
+pub fn parse_reports(stdout: &str) -> Vec<Report> {
     stdout.lines().filter(|l| l.starts_with("{\"t\"")).filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
-/// Runs `tenants` under a fresh tierd in `mode` for `secs` seconds after they start.
-pub fn run(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef], secs: u64) -> anyhow::Result<Run> {
+/// Starts a fresh tierd in `mode` and the scenario's tenants under it.
+pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyhow::Result<Tierd> {
     let mut t = Tierd::start(&mode.args(budget, ratio))?;
     for d in tenants {
         let mut spec = tierd_core::tenant::TenantSpec::new(tierd_core::TenantName::new(d.name)?);
         spec.size = Some(d.size);
         spec.reserve = d.reserve;
         spec.shares = d.shares;
-        let argv = vec![
+        let mut argv = vec![
             crate::harness::sibling("tierd-bench")?.to_string_lossy().to_string(),
             "workload".into(),
             "--size".into(),
@@ -169,8 +185,17 @@ pub fn run(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef], secs: u64
             d.report.into(),
             "--no-verify-all".into(),
         ];
+        if d.thp {
+            argv.push("--thp".into());
+        }
         t.run(spec, argv)?;
     }
+    Ok(t)
+}
+
+/// Runs `tenants` under a fresh tierd in `mode` for `secs` seconds after they start.
+pub fn run(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef], secs: u64) -> anyhow::Result<Run> {
+    let t = start(mode, budget, ratio, tenants)?;
     let pid = t.pid();
     let c0 = cpu_seconds(pid);
     sleep(Duration::from_secs(secs))?;

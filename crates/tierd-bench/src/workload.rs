@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use tierd_sys::memory::{AnonMemory, HugeAdvice};
+use tierd_sys::memory::{AnonMemory, PageKind};
 
 pub const PAGE: usize = 4096;
 const WORDS: usize = PAGE / 8;
@@ -118,6 +118,9 @@ pub struct Report {
     pub p50_us: f64,
     pub p99_us: f64,
     pub p999_us: f64,
+    /// With `--thp`: the share of the hot set mapped by huge pages right now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hot_huge: Option<f64>,
 }
 
 /// The final summary line.
@@ -168,7 +171,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     if s.hot < PAGE {
         bail!("the hot set must be at least one page ({PAGE} bytes)");
     }
-    let mut mem = AnonMemory::new(s.size, if s.huge { HugeAdvice::Huge } else { HugeAdvice::Small })?;
+    let mut mem = AnonMemory::new(s.size, if s.huge { PageKind::Thp } else { PageKind::Small })?;
     let pages = s.size / PAGE;
     let hot_pages = s.hot / PAGE;
     let hot_first = s.hot_offset / PAGE;
@@ -232,6 +235,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                         p50_us: window.value_at_quantile(0.5) as f64 / 1000.0,
                         p99_us: window.value_at_quantile(0.99) as f64 / 1000.0,
                         p999_us: window.value_at_quantile(0.999) as f64 / 1000.0,
+                        hot_huge: s.huge.then(|| huge_share(&mem, s.hot_offset, s.hot)),
                     },
                 );
                 window.reset();
@@ -325,6 +329,14 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     Ok(summary)
 }
 
+/// Share of `len` bytes at `offset` in `mem` that the kernel maps with huge pages.
+fn huge_share(mem: &AnonMemory, offset: usize, len: usize) -> f64 {
+    let start = mem.start() + offset as u64;
+    let scan = tierd_sys::pagemap::Pagemap::open(std::path::Path::new("/proc"), std::process::id())
+        .and_then(|p| p.scan(start, start + len as u64));
+    scan.map_or(0.0, |runs| tierd_sys::pagemap::PageCounts::of(&runs).huge as f64 / len as f64)
+}
+
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -334,13 +346,14 @@ fn emit(json: bool, r: &Report) {
         println!("{}", serde_json::to_string(r).unwrap_or_default());
     } else {
         println!(
-            "t={:>6.1}s {:<6} {:>10.0} ops/s  p50 {:>7.2}µs  p99 {:>8.2}µs  p999 {:>9.2}µs",
+            "t={:>6.1}s {:<6} {:>10.0} ops/s  p50 {:>7.2}µs  p99 {:>8.2}µs  p999 {:>9.2}µs{}",
             r.t,
             format!("{:?}", r.phase).to_lowercase(),
             r.ops_per_sec,
             r.p50_us,
             r.p99_us,
-            r.p999_us
+            r.p999_us,
+            r.hot_huge.map_or(String::new(), |h| format!("  hot on huge pages {:.0}%", h * 100.0))
         );
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod blockdev;
 pub mod cgroup;
+pub mod hugetlb;
 pub mod madvise;
 pub mod memory;
 pub mod pagemap;

@@ -14,26 +14,46 @@ pub struct AnonMemory {
 // moves that ownership.
 unsafe impl Send for AnonMemory {}
 
-/// Huge-page advice for a mapping.
+/// What backs a mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HugeAdvice {
-    /// `MADV_HUGEPAGE`: back with transparent huge pages where possible.
-    Huge,
-    /// `MADV_NOHUGEPAGE`: 4 KiB pages only.
+pub enum PageKind {
+    /// 4 KiB pages only (`MADV_NOHUGEPAGE`).
     Small,
+    /// Transparent huge pages where the kernel can have them (`MADV_HUGEPAGE`).
+    Thp,
+    /// 2 MiB hugetlbfs pages from the reserved pool (`MAP_HUGETLB`): never swapped.
+    Hugetlb2M,
+    /// 1 GiB hugetlbfs pages from the reserved pool.
+    Hugetlb1G,
+}
+
+impl PageKind {
+    /// The size mappings of this kind are rounded up to.
+    pub fn granule(self) -> usize {
+        match self {
+            PageKind::Small | PageKind::Thp | PageKind::Hugetlb2M => 2 << 20,
+            PageKind::Hugetlb1G => 1 << 30,
+        }
+    }
 }
 
 impl AnonMemory {
-    /// Maps `len` bytes (rounded up to 2 MiB so huge pages can align).
-    pub fn new(len: usize, advice: HugeAdvice) -> io::Result<AnonMemory> {
-        let len = len.div_ceil(2 << 20) * (2 << 20);
+    /// Maps `len` bytes (rounded up to 2 MiB, or 1 GiB for 1 GiB pages, so huge pages
+    /// can align). hugetlb mappings fail with `ENOMEM` when the pool is short.
+    pub fn new(len: usize, kind: PageKind) -> io::Result<AnonMemory> {
+        let len = len.div_ceil(kind.granule()) * kind.granule();
+        let flags = match kind {
+            PageKind::Small | PageKind::Thp => libc::MAP_NORESERVE,
+            PageKind::Hugetlb2M => libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
+            PageKind::Hugetlb1G => libc::MAP_HUGETLB | libc::MAP_HUGE_1GB,
+        };
         // SAFETY: a new private anonymous mapping; no existing memory is affected.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
                 -1,
                 0,
             )
@@ -41,13 +61,24 @@ impl AnonMemory {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let adv = match advice {
-            HugeAdvice::Huge => libc::MADV_HUGEPAGE,
-            HugeAdvice::Small => libc::MADV_NOHUGEPAGE,
+        let advice = match kind {
+            PageKind::Thp => Some(libc::MADV_HUGEPAGE),
+            PageKind::Small => Some(libc::MADV_NOHUGEPAGE),
+            PageKind::Hugetlb2M | PageKind::Hugetlb1G => None,
         };
-        // SAFETY: advising the mapping just created, over its exact extent.
-        unsafe { libc::madvise(p, len, adv) };
+        if let Some(adv) = advice {
+            // SAFETY: advising the mapping just created, over its exact extent.
+            unsafe { libc::madvise(p, len, adv) };
+        }
         Ok(AnonMemory { ptr: p.cast(), len })
+    }
+
+    /// Rebuilds huge pages over the whole mapping now (`MADV_COLLAPSE`), for memory
+    /// the kernel could not back with huge pages at first touch.
+    pub fn collapse(&self) -> io::Result<()> {
+        // SAFETY: advising this value's own mapping over its exact extent.
+        let r = unsafe { libc::madvise(self.ptr.cast(), self.len, libc::MADV_COLLAPSE) };
+        if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
     }
 
     pub fn len_bytes(&self) -> usize {
@@ -83,7 +114,7 @@ mod tests {
 
     #[test]
     fn maps_rounds_and_holds_data() {
-        let mut m = AnonMemory::new(3 << 20, HugeAdvice::Small).unwrap();
+        let mut m = AnonMemory::new(3 << 20, PageKind::Small).unwrap();
         assert_eq!(m.len_bytes(), 4 << 20);
         m.as_mut_slice()[12345] = 42;
         assert_eq!(m.as_slice()[12345], 42);

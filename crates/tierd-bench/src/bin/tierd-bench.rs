@@ -78,6 +78,39 @@ enum Cmd {
         #[arg(long, default_value_t = 200)]
         scrapes: usize,
     },
+    /// Memory latency by page size: a dependent-load pointer chase over a random cycle
+    /// of cache lines, from below L3 to several GiB, on 4 KiB pages, transparent huge
+    /// pages and hugetlb pages. Writes latency.json, latency.md and latency.svg to --out.
+    Latency {
+        #[arg(long, default_value = "bench/results")]
+        out: std::path::PathBuf,
+        /// Working-set sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1M,4M,16M,64M,256M,1G,4G")]
+        size: Vec<ByteSize>,
+        /// Page sizes, comma-separated.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "4k,2m-thp,2m-hugetlb,1g-hugetlb")]
+        page: Vec<tierd_bench::latency::Page>,
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Dependent loads timed per repetition.
+        #[arg(long, default_value_t = 10_000_000)]
+        loads: u64,
+        /// Grow the hugetlb pools as needed for the run and give the pages back after
+        /// (without it, hugetlb sizes the pools cannot back are skipped).
+        #[arg(long)]
+        reserve_hugetlb: bool,
+        /// TLB entries assumed by the coverage model printed beside the results.
+        #[arg(long, default_value_t = 2048)]
+        tlb_entries: u64,
+    },
+    /// Huge pages through a demote / wake-up cycle under tierd: whether a THP tenant's
+    /// hot set is huge again after being pushed out and waking, against the same
+    /// tenant on 4 KiB pages (latency, throughput, tierd's CPU). ~7 minutes. Writes
+    /// huge.json, huge.md and SVG charts to --out.
+    Huge {
+        #[arg(long, default_value = "bench/results")]
+        out: std::path::PathBuf,
+    },
     /// Benchmark the engine: demotion and prefetch throughput, and tierd's CPU and
     /// memory with 8 tenants. Writes engine.json and engine.md to --out.
     Engine {
@@ -114,6 +147,49 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 let line: Vec<String> =
                     s.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();
                 println!("{:<16} {}", s.name, line.join("  "));
+            }
+            println!("results in {}", out.display());
+            Ok(0)
+        }
+        Cmd::Latency { out, size, page, reps, loads, reserve_hugetlb, tlb_entries } => {
+            tierd_bench::harness::catch_interrupts()?;
+            if reps == 0 || loads == 0 || tlb_entries == 0 || size.iter().any(|s| s.0 < 4096) {
+                anyhow::bail!("--reps, --loads and --tlb-entries must be at least 1 and every --size at least 4K");
+            }
+            let settings = tierd_bench::latency::Settings {
+                sizes: size.iter().map(|s| s.0).collect(),
+                pages: page,
+                reps,
+                loads,
+                reserve_hugetlb,
+                tlb_entries,
+            };
+            let r = tierd_bench::latency::run(&out, &settings)?;
+            for p in &r.points {
+                println!(
+                    "{:<11} {:>9} {:>7.1} ns/load",
+                    p.page.name(),
+                    tierd_core::size::human(p.size_bytes),
+                    p.ns_per_load
+                );
+            }
+            for k in &r.skipped {
+                println!("{:<11} skipped: {}", k.page.name(), k.reason);
+            }
+            println!("results in {}", out.display());
+            Ok(0)
+        }
+        Cmd::Huge { out } => {
+            tierd_bench::harness::catch_interrupts()?;
+            let r = tierd_bench::huge_bench::run(&out)?;
+            for x in &r.runs {
+                println!(
+                    "{:<7} back to 95% {}, hot set on huge pages at end {}, tierd cpu {:.2}%",
+                    x.pages,
+                    x.recovery_secs.map_or("never".into(), |s| format!("in {s:.0} s")),
+                    x.hot_huge_at_end.map_or("-".into(), |h| format!("{:.0}%", h * 100.0)),
+                    x.tierd_cpu_percent
+                );
             }
             println!("results in {}", out.display());
             Ok(0)
