@@ -44,8 +44,10 @@ pub struct Region {
     pub dram_bytes: u64,
     /// Bytes of the region on the tier.
     pub tier_bytes: u64,
-    /// The region was backed by huge pages when last fully resident.
-    pub was_huge: bool,
+    /// The region belongs on huge pages: it was on them, or it lies whole in a mapping
+    /// the kernel backs with huge pages (THP is on for it), so when it is hot and
+    /// resident on small pages it is worth rebuilding.
+    pub wants_huge: bool,
     /// Bytes of the region on huge pages now.
     pub huge_bytes: u64,
 }

@@ -69,10 +69,16 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 12] = [
+const TENANT_FAMILIES: [TenantFamily; 14] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
+    ("tierd_tenant_huge_bytes", "gauge", "DRAM the tenant holds on transparent huge pages.", |t| {
+        Some(t.huge_bytes as f64)
+    }),
+    ("tierd_tenant_pinned_bytes", "gauge", "Memory that cannot be tiered (mlocked, hugetlbfs).", |t| {
+        Some(t.pinned_bytes as f64)
+    }),
     ("tierd_tenant_active_bytes", "gauge", "Memory the tenant touched within the window.", |t| {
         t.active_bytes.map(|v| v as f64)
     }),

@@ -41,12 +41,18 @@ pub fn anon_ranges(proc: &ProcFs, pid: u32) -> Vec<(u64, u64)> {
 
 /// Page runs of the anonymous memory of `pid`; `None` if the scan failed.
 pub fn scan(proc: &ProcFs, pid: u32) -> Option<Vec<PageRegion>> {
+    scan_mappings(proc, pid).map(|(_, runs)| runs)
+}
+
+/// The anonymous mappings of `pid` (in address order) and their page runs.
+pub fn scan_mappings(proc: &ProcFs, pid: u32) -> Option<(Vec<(u64, u64)>, Vec<PageRegion>)> {
     let pm = Pagemap::open(proc.root(), pid).ok()?;
+    let ranges = anon_ranges(proc, pid);
     let mut out = Vec::new();
-    for (start, end) in anon_ranges(proc, pid) {
+    for &(start, end) in &ranges {
         out.extend(pm.scan(start, end).ok()?);
     }
-    Some(out)
+    Some((ranges, out))
 }
 
 fn runs(regions: &[PageRegion], want: u64, limit: u64) -> (Vec<(u64, u64)>, u64) {

@@ -13,6 +13,11 @@
 //!   (then rebuilt as huge pages where they were huge), for one window after the
 //!   wake-up. A fault-rate jump alone (a hot set pushed out while busy) also prefetches
 //!   the recently hot regions, within the tenant's need;
+//! - **going quiet**: a tenant that touched under a quarter of its window average in
+//!   the last interval, and is not faulting, counts half its average, so the DRAM it
+//!   stopped using moves to a waking neighbour now rather than a window later;
+//! - **huge pages**: hot regions that belong on huge pages but sit on small ones are
+//!   rebuilt with `MADV_COLLAPSE`, hottest first, at up to [`COLLAPSE_RATE`];
 //! - **proactive demotion**: regions idle for longer than the tenant's threshold (the
 //!   window, or half of it when DRAM is short) are paged out while the tenant holds
 //!   more DRAM than it needs, so free room waits for bursts;
@@ -46,8 +51,10 @@ pub const DEMOTE_RATE: u64 = 256 << 20;
 pub const PREFETCH_RATE: u64 = 1 << 30;
 /// Unreturned samples a region needs before it may be demoted as cold.
 pub const COLD_EVIDENCE: u32 = 2;
-/// Huge-page rebuilds per tenant per interval.
-pub const COLLAPSE_REGIONS: usize = 32;
+/// Huge-page rebuilds per tenant, bytes per second of interval: `MADV_COLLAPSE` copies
+/// ~3 GiB/s here, so this costs tierd at most ~2% of a core while a woken tenant's
+/// hot set is rebuilt, and brings 512 MiB back to huge pages within one 10 s interval.
+pub const COLLAPSE_RATE: u64 = 64 << 20;
 
 const PAGE: u64 = 4096;
 
@@ -55,6 +62,15 @@ const PAGE: u64 = 4096;
 /// holds the tracker's samples in flight, up to 4096 pages).
 pub fn headroom(active: u64) -> u64 {
     active / 8 + (16 << 20)
+}
+
+/// The most a tenant can use: its size plus room for what rides on top of its own
+/// pages — swap cache of pages in flight to and from the tier, the new huge page a
+/// collapse copies into, page tables. Capping the quota at the bare size kept a fully
+/// resident tenant pressed against its limit, and the kernel then split and swapped
+/// out its hot huge pages.
+pub fn ceiling(size: u64) -> u64 {
+    size + size / 16 + (16 << 20)
 }
 
 /// What a tenant needs this interval, and why.
@@ -86,7 +102,12 @@ fn need(t: &TenantView, window: f64) -> Need {
     let was_quiet = a.active_bytes < a.peak_bytes / 8;
     let waking = faulting && (jumped || was_quiet);
     let recently_woke = t.woke_secs_ago.is_some_and(|s| s < window);
-    let measured = a.active_bytes.max(a.last_interval_bytes) + a.ci_bytes;
+    // A tenant that touched under a quarter of its window average in the last
+    // interval (and is not faulting) is going quiet: count half its average, so the
+    // DRAM it no longer uses moves to a tenant waking up now rather than a window later.
+    let quiet = a.last_interval_bytes < a.active_bytes / 4 && t.tier_faults_per_sec < WAKE_MIN_FAULTS;
+    let recent = if quiet { a.active_bytes / 2 } else { a.active_bytes };
+    let measured = recent.max(a.last_interval_bytes) + a.ci_bytes;
     let mut why = format!(
         "active {} ±{} over {:.0} s, {} in the last interval",
         human(a.active_bytes),
@@ -94,6 +115,9 @@ fn need(t: &TenantView, window: f64) -> Need {
         window,
         human(a.last_interval_bytes)
     );
+    if quiet {
+        why += ": going quiet, half of its average counts";
+    }
     let mut active = measured;
     if waking {
         active = active.max(a.peak_bytes);
@@ -123,7 +147,7 @@ fn need(t: &TenantView, window: f64) -> Need {
                 &format!("; reads {:.0} pages/s from the tier, so it needs more than it holds", t.tier_faults_per_sec);
         }
     }
-    let bytes = bytes.clamp(MIN_QUOTA.min(size), size);
+    let bytes = bytes.clamp(MIN_QUOTA.min(size), ceiling(size));
     if faulting && !waking {
         why += &format!("; faulting from the tier at {:.0}/s", t.tier_faults_per_sec);
     }
@@ -180,12 +204,26 @@ fn cold_regions(regions: &[Region], threshold: f64, budget: u64) -> Vec<Range> {
     out
 }
 
-/// Regions that were on huge pages and are whole in DRAM again on small pages.
-fn collapse_regions(regions: &[Region]) -> Vec<Range> {
-    regions
+/// Regions that belong on huge pages, are (nearly) whole in DRAM on small pages and
+/// were touched within `window` seconds: hottest first, up to `budget` bytes. Cold regions
+/// stay split (they are the next to go to the tier, and a split page goes 4 KiB at a
+/// time, only as far as needed).
+fn collapse_regions(regions: &[Region], window: f64, budget: u64) -> Vec<Range> {
+    let mut hot: Vec<&Region> = regions
         .iter()
-        .filter(|r| r.was_huge && r.tier_bytes == 0 && r.huge_bytes == 0 && r.dram_bytes >= r.range.len / 2)
-        .take(COLLAPSE_REGIONS)
+        .filter(|r| r.wants_huge && r.huge_bytes == 0 && r.dram_bytes >= r.range.len / 2)
+        // A few pages on the tier (the kernel's own reclaim at the limit takes some of
+        // a split region) do not stop a rebuild: `MADV_COLLAPSE` reads them back.
+        .filter(|r| r.tier_bytes <= r.range.len / 4)
+        .filter(|r| r.idle_secs.is_some_and(|s| s <= window))
+        .collect();
+    hot.sort_by(|a, b| a.idle_secs.unwrap_or(f64::MAX).total_cmp(&b.idle_secs.unwrap_or(f64::MAX)));
+    let mut total = 0;
+    hot.into_iter()
+        .take_while(|r| {
+            total += r.range.len;
+            total <= budget
+        })
         .map(|r| r.range)
         .collect()
 }
@@ -200,7 +238,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
         .zip(&needs)
         .map(|(t, n)| {
             let floor = t.spec.reserve.max(t.pinned);
-            let cap = t.spec.limit.unwrap_or(budget).min(t.size().max(MIN_QUOTA)).max(floor);
+            let cap = t.spec.limit.unwrap_or(budget).min(ceiling(t.size().max(MIN_QUOTA))).max(floor);
             let shares = t.spec.shares as u64;
             Claim { floor, demand: n.bytes, cap, weight: shares, spare_weight: shares * (n.bytes >> 20).max(1) }
         })
@@ -277,7 +315,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
                     tp.reason += &format!("; demoting {} regions idle ≥ {:.0} s", tp.demote.len(), threshold);
                 }
             }
-            tp.collapse = collapse_regions(&t.regions);
+            tp.collapse = collapse_regions(&t.regions, window, (COLLAPSE_RATE as f64 * snap.interval_secs) as u64);
             tp
         })
         .collect();
@@ -307,7 +345,7 @@ mod tests {
             cold_samples: 3,
             dram_bytes: dram,
             tier_bytes: tier,
-            was_huge: false,
+            wants_huge: false,
             huge_bytes: 0,
         }
     }
@@ -540,11 +578,56 @@ mod tests {
     fn huge_regions_are_rebuilt_once_resident() {
         let mut a = active(tenant("a", GIB), 100 * MIB);
         let mut r = region(0, Some(1.0), 2 * MIB, 0);
-        r.was_huge = true;
+        r.wants_huge = true;
         let mut on_tier = region(2 * MIB, Some(1.0), MIB, MIB);
-        on_tier.was_huge = true;
-        a.regions = vec![r, on_tier];
+        on_tier.wants_huge = true;
+        // A few pages taken by the kernel's reclaim: the rebuild reads them back.
+        let mut nearly = region(4 * MIB, Some(1.0), 2 * MIB - 256 * 1024, 256 * 1024);
+        nearly.wants_huge = true;
+        a.regions = vec![r, on_tier, nearly];
         let p = plan(&snap(GIB, vec![a]));
-        assert_eq!(p.tenant("a").unwrap().collapse, vec![r.range]);
+        assert_eq!(p.tenant("a").unwrap().collapse, vec![r.range, nearly.range]);
+    }
+
+    #[test]
+    fn a_tenant_going_quiet_yields_half_its_average_to_one_waking_up() {
+        let mut quiet = active(tenant("quiet", GIB), 800 * MIB);
+        quiet.activeness.as_mut().unwrap().last_interval_bytes = 50 * MIB;
+        let busy = active(tenant("busy", GIB), 800 * MIB);
+        let p = plan(&snap(GIB, vec![quiet, busy]));
+        let (q, b) = (quota(&p, "quiet"), quota(&p, "busy"));
+        // Without the rule both would get half (512 MiB each).
+        assert!(q < 480 * MIB && b > 544 * MIB, "the busy tenant gets what the quiet one stopped using: {q} vs {b}");
+        assert!(p.tenant("quiet").unwrap().reason.contains("going quiet"), "{}", p.tenant("quiet").unwrap().reason);
+        // Faulting from the tier is not going quiet, whatever sampling saw.
+        let mut faulting = active(tenant("quiet", GIB), 800 * MIB);
+        faulting.activeness.as_mut().unwrap().last_interval_bytes = 50 * MIB;
+        faulting.tier_faults_per_sec = 2.0 * WAKE_MIN_FAULTS;
+        faulting.tier_faults_per_sec_avg = 2.0 * WAKE_MIN_FAULTS;
+        let p = plan(&snap(GIB, vec![faulting]));
+        assert!(!p.tenant("quiet").unwrap().reason.contains("going quiet"));
+    }
+
+    #[test]
+    fn hot_regions_are_rebuilt_first_within_the_rate_and_cold_ones_stay_split() {
+        let huge = |start: u64, idle: Option<f64>| Region { wants_huge: true, ..region(start, idle, 2 * MIB, 0) };
+        let budget = (COLLAPSE_RATE as f64 * 10.0) as u64;
+        let n = (budget / (2 * MIB)) as usize;
+        // More warm regions than one interval may rebuild, one hotter than all, and
+        // two the window has not seen touched.
+        let mut regions: Vec<Region> = (0..n as u64 + 10).map(|i| huge(i * 2 * MIB, Some(20.0))).collect();
+        regions.push(huge(1000 * MIB, Some(0.5)));
+        regions.push(huge(2000 * MIB, Some(300.0)));
+        regions.push(huge(3000 * MIB, None));
+        let mut a = active(tenant("a", 4 * GIB), 100 * MIB);
+        a.regions = regions;
+        let p = plan(&snap(4 * GIB, vec![a]));
+        let c = &p.tenant("a").unwrap().collapse;
+        assert_eq!(c.len(), n, "at most COLLAPSE_RATE × interval bytes");
+        assert_eq!(c[0].start, 1000 * MIB, "hottest first");
+        assert!(
+            !c.iter().any(|r| r.start == 2000 * MIB || r.start == 3000 * MIB),
+            "cold or unknown regions stay split"
+        );
     }
 }

@@ -14,10 +14,16 @@
 //! keep the window estimate within ±5%, between `min_pages` and `max_pages`.
 //!
 //! Refaults of sampled hot pages are minor faults (the pages wait in the swap cache).
-//! Huge pages are not sampled (unmapping part of one would split it); their resident
-//! bytes count as active.
+//!
+//! Huge pages are sampled whole, as their own stratum: unmapping part of one would
+//! split it, so a few whole 2 MiB pages per interval (one per 64 sampled small pages,
+//! 4 to 32) are paged out — written to the tier as one unit — and a page counts as
+//! touched by the share of it that came back. A cold one simply stays on the tier
+//! (where it belongs); a hot one comes back on small pages and the policy rebuilds it
+//! with `MADV_COLLAPSE` at the next interval. The huge stratum's estimate is its
+//! returned fraction × the huge resident bytes it was drawn from.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use tierd_core::snapshot::{Activeness, Range, Region};
@@ -31,6 +37,11 @@ use crate::mover;
 const PAGE: u64 = 4096;
 /// Heat is kept per 2 MiB region: the huge-page size, and what prefetch moves at once.
 pub const REGION: u64 = 2 << 20;
+/// Intervals a huge page whose sample came back counts as hot without being sampled again.
+const HUGE_RECHECK_INTERVALS: f64 = 10.0;
+/// Known-hot huge pages sampled per interval all the same, to notice a tenant going
+/// quiet: when half of them were not touched, every huge page is measured again.
+const CANARIES: usize = 2;
 /// How long the peak activeness is remembered (what a waking tenant gets back).
 const PEAK_HORIZON_SECS: f64 = 1800.0;
 
@@ -72,12 +83,19 @@ struct Sample {
     start: u64,
     len: u64,
     drawn: f64,
+    /// A whole huge page (the huge stratum).
+    huge: bool,
+    /// A huge page known hot, sampled only to notice when the tenant goes quiet.
+    canary: bool,
 }
 
 /// What is known about one 2 MiB region.
 #[derive(Debug, Clone, Copy, Default)]
 struct RegionState {
     last_touched: Option<f64>,
+    /// When a sample from the region last came back (evidence of reuse, not just of
+    /// a first touch such as a fresh allocation).
+    sample_returned: Option<f64>,
     /// Samples from the region that had not come back at their first check, since it
     /// was last touched: the evidence that it is cold.
     misses: u32,
@@ -87,7 +105,7 @@ struct RegionState {
     present: u64,
     swapped: u64,
     huge: u64,
-    was_huge: bool,
+    wants_huge: bool,
 }
 
 impl RegionState {
@@ -122,9 +140,16 @@ pub struct SamplingTracker {
     fresh: Vec<Sample>,
     /// Samples that have not come back yet, re-checked through the window.
     pending: Vec<Sample>,
-    /// Resident non-huge bytes the fresh samples were drawn from.
+    /// Resident non-huge bytes the fresh small samples were drawn from.
     sampled_from: u64,
+    /// Resident huge-page bytes the fresh huge samples were drawn from.
+    huge_sampled_from: u64,
+    /// Resident bytes left out of sampling and counted active whole: regions queued
+    /// for a huge-page rebuild and huge pages known hot.
+    queued_bytes: u64,
     regions: HashMap<(u32, u64), RegionState>,
+    /// Mappings (pid, start) the kernel has put huge pages in: THP is on for them.
+    huge_mappings: HashSet<(u32, u64)>,
     history: VecDeque<Estimate>,
     peaks: VecDeque<(f64, u64)>,
     observed: bool,
@@ -141,7 +166,10 @@ impl SamplingTracker {
             fresh: Vec::new(),
             pending: Vec::new(),
             sampled_from: 0,
+            huge_sampled_from: 0,
+            queued_bytes: 0,
             regions: HashMap::new(),
+            huge_mappings: HashSet::new(),
             history: VecDeque::new(),
             peaks: VecDeque::new(),
             observed: false,
@@ -152,6 +180,23 @@ impl SamplingTracker {
     /// Pages sampled per interval now (after adaptation).
     pub fn sample_pages(&self) -> u32 {
         self.pages
+    }
+
+    /// A region that belongs on huge pages, sits on small ones, and was touched within
+    /// the last two intervals: the policy is about to rebuild it, so it is not sampled.
+    fn queued(&self, r: &RegionState, now: f64) -> bool {
+        r.wants_huge && r.huge == 0 && r.last_touched.is_some_and(|t| now - t <= 2.0 * self.cfg.interval_secs)
+    }
+
+    /// Resident bytes of the regions [`Self::queued`] for a rebuild: active for certain.
+    fn queued_for_collapse(&self, now: f64) -> u64 {
+        self.regions.values().filter(|r| self.queued(r, now)).map(|r| r.present).sum()
+    }
+
+    /// Whole huge pages sampled per interval: one per 64 small pages, 4 to 32 (each is
+    /// 2 MiB written to the tier, so far fewer than small samples).
+    pub fn huge_samples(&self) -> usize {
+        (self.pages as usize / 64).clamp(4, 32)
     }
 }
 
@@ -165,6 +210,14 @@ fn present_within(runs: &[PageRegion], start: u64, len: u64) -> u64 {
         .filter(|r| r.categories & PAGE_IS_PRESENT != 0)
         .map(|r| r.end.min(end) - r.start.max(start))
         .sum()
+}
+
+/// The mapping (of address-ordered, disjoint `ranges`) that holds all of the region
+/// starting at `block`, if any.
+fn mapping_holding(ranges: &[(u64, u64)], block: u64) -> Option<(u64, u64)> {
+    let i = ranges.partition_point(|r| r.0 <= block);
+    let r = *ranges.get(i.checked_sub(1)?)?;
+    (block >= r.0 && block + REGION <= r.1).then_some(r)
 }
 
 /// Splits page runs (sorted by address) into per-region (present, swapped, huge) byte
@@ -226,9 +279,24 @@ impl SamplingTracker {
     /// Draws clustered samples from the present, non-huge runs of each process and
     /// unmaps them. Returns the samples and the bytes they were drawn from.
     fn draw(&mut self, scans: &[(u32, Vec<PageRegion>)], now: f64) -> (Vec<Sample>, u64) {
-        let small = |r: &&PageRegion| r.categories & PAGE_IS_PRESENT != 0 && r.categories & PAGE_IS_HUGE == 0;
-        let pool: Vec<(u32, PageRegion)> =
-            scans.iter().flat_map(|(pid, runs)| runs.iter().filter(small).map(move |r| (*pid, *r))).collect();
+        // Regions waiting to be rebuilt as huge pages are left alone: a sample in flight
+        // makes `MADV_COLLAPSE` fail (EAGAIN) on the whole region. They were just seen
+        // touched, and count as active whole (see `queued_for_collapse`).
+        let skip = |pid: u32, block: u64| self.regions.get(&(pid, block)).is_some_and(|r| self.queued(r, now));
+        let mut pool: Vec<(u32, PageRegion)> = Vec::new();
+        for (pid, runs) in scans {
+            for r in runs.iter().filter(|r| r.categories & PAGE_IS_PRESENT != 0 && r.categories & PAGE_IS_HUGE == 0) {
+                let mut at = r.start;
+                while at < r.end {
+                    let block = at & !(REGION - 1);
+                    let end = (block + REGION).min(r.end);
+                    if !skip(*pid, block) {
+                        pool.push((*pid, PageRegion { start: at, end, categories: r.categories }));
+                    }
+                    at = end;
+                }
+            }
+        }
         let total: u64 = pool.iter().map(|(_, r)| r.end - r.start).sum();
         if total == 0 {
             return (Vec::new(), 0);
@@ -249,11 +317,60 @@ impl SamplingTracker {
             let addr = run.start + (x - (cum[i] - (run.end - run.start)));
             let start = (addr & !(cluster - 1)).max(run.start);
             let end = ((addr & !(cluster - 1)) + cluster).min(run.end);
-            picked.push(Sample { pid, start, len: end - start, drawn: now });
+            picked.push(Sample { pid, start, len: end - start, drawn: now, huge: false, canary: false });
         }
         picked.sort_by_key(|s| (s.pid, s.start));
         picked.dedup_by_key(|s| (s.pid, s.start));
         (picked, total)
+    }
+
+    /// Huge pages whose sample came back within [`HUGE_RECHECK_INTERVALS`] are known hot: they
+    /// count as active whole and are not sampled again until that knowledge ages, so
+    /// each hot huge page spends about one interval in ten split.
+    fn known_hot_huge(&self, pid: u32, block: u64, now: f64) -> bool {
+        let horizon = HUGE_RECHECK_INTERVALS * self.cfg.interval_secs;
+        self.regions.get(&(pid, block)).is_some_and(|r| r.sample_returned.is_some_and(|t| now - t <= horizon))
+    }
+
+    /// Draws whole huge pages at random from those not known hot. Returns the samples,
+    /// the huge resident bytes they were drawn from, and the known-hot huge bytes.
+    fn draw_huge(&mut self, scans: &[(u32, Vec<PageRegion>)], now: f64) -> (Vec<Sample>, u64, u64) {
+        let mut blocks: Vec<(u32, u64)> = Vec::new();
+        let mut hot: Vec<(u32, u64)> = Vec::new();
+        let mut known_hot = 0;
+        for (pid, runs) in scans {
+            for r in runs.iter().filter(|r| r.categories & PAGE_IS_PRESENT != 0 && r.categories & PAGE_IS_HUGE != 0) {
+                let mut at = r.start.next_multiple_of(REGION);
+                while at + REGION <= r.end {
+                    if self.known_hot_huge(*pid, at, now) {
+                        known_hot += REGION;
+                        hot.push((*pid, at));
+                    } else {
+                        blocks.push((*pid, at));
+                    }
+                    at += REGION;
+                }
+            }
+        }
+        let from = blocks.len() as u64 * REGION;
+        let mut picked = Vec::new();
+        for (pool, k, canary) in [(&mut blocks, self.huge_samples(), false), (&mut hot, CANARIES, true)] {
+            let k = k.min(pool.len());
+            for i in 0..k {
+                let j = self.rng.usize(i..pool.len());
+                pool.swap(i, j);
+            }
+            picked.extend(pool[..k].iter().map(|&(pid, start)| Sample {
+                pid,
+                start,
+                len: REGION,
+                drawn: now,
+                huge: true,
+                canary,
+            }));
+        }
+        picked.sort_by_key(|s| (s.pid, s.start));
+        (picked, from, known_hot)
     }
 }
 
@@ -261,12 +378,14 @@ impl Tracker for SamplingTracker {
     fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64) {
         let t0 = Instant::now();
         let mut scans: Vec<(u32, Vec<PageRegion>)> = Vec::new();
+        let mut mappings: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
         for p in procs {
             self.cost.syscalls += 1;
-            match mover::scan(&self.proc, p.pid()) {
-                Some(mut runs) => {
+            match mover::scan_mappings(&self.proc, p.pid()) {
+                Some((ranges, mut runs)) => {
                     runs.sort_by_key(|r| r.start);
                     scans.push((p.pid(), runs));
+                    mappings.insert(p.pid(), ranges);
                 }
                 None => self.cost.errors += 1,
             }
@@ -275,16 +394,24 @@ impl Tracker for SamplingTracker {
 
         // 1. Which of last interval's samples came back, and which older ones did now.
         let mut fracs = Vec::with_capacity(self.fresh.len());
+        let mut huge_fracs = Vec::new();
         let mut returned: HashMap<(u32, u64), u64> = HashMap::new();
         let fresh = std::mem::take(&mut self.fresh);
+        let (mut canaries, mut canaries_missed) = (0, 0);
         for s in fresh {
             let back = present_within(runs_of(s.pid), s.start, s.len);
-            fracs.push(back as f64 / s.len as f64);
+            if s.canary {
+                canaries += 1;
+                canaries_missed += u32::from(back == 0);
+            } else {
+                if s.huge { &mut huge_fracs } else { &mut fracs }.push(back as f64 / s.len as f64);
+            }
             let key = (s.pid, s.start & !(REGION - 1));
             if back > 0 {
                 *returned.entry(key).or_default() += back;
                 if let Some(r) = self.regions.get_mut(&key) {
                     r.touch(now);
+                    r.sample_returned = Some(now);
                 }
             } else {
                 if let Some(r) = self.regions.get_mut(&key) {
@@ -292,6 +419,13 @@ impl Tracker for SamplingTracker {
                     r.cold_since.get_or_insert(s.drawn);
                 }
                 self.pending.push(s);
+            }
+        }
+        // Known-hot huge pages that were not touched: the tenant is going quiet, so
+        // what was known hot must be measured again.
+        if canaries >= CANARIES as u32 && canaries_missed * 2 >= canaries {
+            for r in self.regions.values_mut() {
+                r.sample_returned = None;
             }
         }
         let window = self.cfg.window_secs;
@@ -306,6 +440,7 @@ impl Tracker for SamplingTracker {
                 *returned.entry(key).or_default() += back;
                 if let Some(r) = self.regions.get_mut(&key) {
                     r.touch(now);
+                    r.sample_returned = Some(now);
                 }
             } else {
                 still.push(s);
@@ -317,6 +452,15 @@ impl Tracker for SamplingTracker {
         let mut counts: HashMap<(u32, u64), (u64, u64, u64)> = HashMap::new();
         for (pid, runs) in &scans {
             region_counts(*pid, runs, &mut counts);
+        }
+        let mapping_of = |pid: u32, block: u64| mapping_holding(mappings.get(&pid).map_or(&[], Vec::as_slice), block);
+        self.huge_mappings.retain(|&(pid, start)| mappings.get(&pid).is_some_and(|m| m.iter().any(|r| r.0 == start)));
+        for (&(pid, block), c) in &counts {
+            if c.2 > 0
+                && let Some((start, _)) = mapping_of(pid, block)
+            {
+                self.huge_mappings.insert((pid, start));
+            }
         }
         let mut faulted_in = 0u64;
         let mut next: HashMap<(u32, u64), RegionState> = HashMap::with_capacity(counts.len());
@@ -334,31 +478,35 @@ impl Tracker for SamplingTracker {
             st.present = present;
             st.swapped = swapped;
             st.huge = huge;
-            if huge >= REGION / 2 {
-                st.was_huge = true;
+            let in_huge_mapping = mapping_of(key.0, key.1)
+                .is_some_and(|(start, end)| key.1 + REGION <= end && self.huge_mappings.contains(&(key.0, start)));
+            if huge >= REGION / 2 || in_huge_mapping {
+                st.wants_huge = true;
             }
             next.insert(*key, st);
         }
         self.regions = next;
 
-        // 3. This interval's estimate.
-        let huge_resident: u64 = self.regions.values().map(|r| r.huge).sum();
-        if self.observed && !fracs.is_empty() {
+        // 3. This interval's estimate: small stratum + huge stratum + what came in.
+        if self.observed && !(fracs.is_empty() && huge_fracs.is_empty()) {
             let (mean, var) = mean_and_var(&fracs);
             let r = self.sampled_from as f64;
+            let hr = self.huge_sampled_from as f64;
+            let (huge_mean, huge_var) = if huge_fracs.is_empty() { (1.0, 0.0) } else { mean_and_var(&huge_fracs) };
             // Under pressure pages fault in and are evicted again within one interval,
             // so region counts miss some: every major fault was a touched page too.
             let faulted = faulted_in.max(tier_faults * PAGE) as f64;
             self.history.push_back(Estimate {
                 at: now,
-                bytes: mean * r + faulted + huge_resident as f64,
-                var: var * r * r,
+                bytes: mean * r + huge_mean * hr + self.queued_bytes as f64 + faulted,
+                var: var * r * r + huge_var * hr * hr,
             });
             // Adapt the sample size so the window's estimate has the precision wanted:
-            // k intervals averaged shrink the per-interval interval by √k.
-            let est = (mean * r).max((4 << 20) as f64);
+            // k intervals averaged shrink the per-interval interval by √k. Both strata
+            // count: the huge sample count follows the small one.
+            let est = (mean * r + huge_mean * hr).max((4 << 20) as f64);
             let k = (window / self.cfg.interval_secs).max(1.0);
-            let rel = 1.96 * (var * r * r).sqrt() / est / k.sqrt();
+            let rel = 1.96 * (var * r * r + huge_var * hr * hr).sqrt() / est / k.sqrt();
             if rel > self.cfg.target_rel_ci {
                 self.pages = (self.pages as f64 * 1.25) as u32;
             } else if rel < self.cfg.target_rel_ci / 2.5 {
@@ -377,7 +525,10 @@ impl Tracker for SamplingTracker {
         }
 
         // 4. Next interval's samples: unmap them now.
-        let (samples, from) = self.draw(&scans, now);
+        let queued = self.queued_for_collapse(now);
+        let (mut samples, from) = self.draw(&scans, now);
+        let (huge, huge_from, known_hot) = self.draw_huge(&scans, now);
+        samples.extend(huge);
         for p in procs {
             let ranges: Vec<(u64, u64)> =
                 samples.iter().filter(|s| s.pid == p.pid()).map(|s| (s.start, s.len)).collect();
@@ -391,11 +542,16 @@ impl Tracker for SamplingTracker {
         for s in &samples {
             if let Some(r) = self.regions.get_mut(&(s.pid, s.start & !(REGION - 1))) {
                 r.present = r.present.saturating_sub(s.len);
+                if s.huge {
+                    r.huge = 0;
+                }
             }
         }
         self.cost.sample_pages = samples.iter().map(|s| s.len / PAGE).sum();
         self.fresh = samples;
         self.sampled_from = from;
+        self.huge_sampled_from = huge_from;
+        self.queued_bytes = queued + known_hot;
         self.observed = true;
         self.cost.seconds += t0.elapsed().as_secs_f64();
     }
@@ -426,7 +582,7 @@ impl Tracker for SamplingTracker {
                 cold_samples: r.misses,
                 dram_bytes: r.present,
                 tier_bytes: r.swapped,
-                was_huge: r.was_huge,
+                wants_huge: r.wants_huge,
                 huge_bytes: r.huge,
             })
             .collect();
@@ -466,6 +622,18 @@ mod tests {
         );
         assert_eq!(out[&(7, 0)], (4096, 0, 0));
         assert_eq!(out[&(7, REGION)], (8192, 4096, 0));
+    }
+
+    #[test]
+    fn a_region_belongs_to_a_mapping_only_when_wholly_inside_it() {
+        let maps = [(0, 4 * REGION), (10 * REGION, 10 * REGION + REGION / 2), (20 * REGION + 4096, 30 * REGION)];
+        assert_eq!(mapping_holding(&maps, 0), Some(maps[0]));
+        assert_eq!(mapping_holding(&maps, 3 * REGION), Some(maps[0]));
+        assert_eq!(mapping_holding(&maps, 4 * REGION), None, "past the end");
+        assert_eq!(mapping_holding(&maps, 10 * REGION), None, "mapping shorter than a region");
+        assert_eq!(mapping_holding(&maps, 20 * REGION), None, "region starts before the mapping");
+        assert_eq!(mapping_holding(&maps, 21 * REGION), Some(maps[2]));
+        assert_eq!(mapping_holding(&[], 0), None);
     }
 
     #[test]
