@@ -44,8 +44,11 @@ pub fn scan(proc: &ProcFs, pid: u32) -> Option<Vec<PageRegion>> {
     scan_mappings(proc, pid).map(|(_, runs)| runs)
 }
 
-/// The anonymous mappings of `pid` (in address order) and their page runs.
-pub fn scan_mappings(proc: &ProcFs, pid: u32) -> Option<(Vec<(u64, u64)>, Vec<PageRegion>)> {
+/// Address ranges `[start, end)` of a process's mappings, in address order.
+pub type Mappings = Vec<(u64, u64)>;
+
+/// The anonymous mappings of `pid` and their page runs.
+pub fn scan_mappings(proc: &ProcFs, pid: u32) -> Option<(Mappings, Vec<PageRegion>)> {
     let pm = Pagemap::open(proc.root(), pid).ok()?;
     let ranges = anon_ranges(proc, pid);
     let mut out = Vec::new();

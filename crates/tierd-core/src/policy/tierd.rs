@@ -14,7 +14,7 @@
 //!   wake-up. A fault-rate jump alone (a hot set pushed out while busy) also prefetches
 //!   the recently hot regions, within the tenant's need;
 //! - **going quiet**: a tenant that touched under a quarter of its window average in
-//!   the last interval, and is not faulting, counts half its average, so the DRAM it
+//!   the last interval, and is not faulting, counts a quarter of its average, so the DRAM it
 //!   stopped using moves to a waking neighbour now rather than a window later;
 //! - **huge pages**: hot regions that belong on huge pages but sit on small ones are
 //!   rebuilt with `MADV_COLLAPSE`, hottest first, at up to [`COLLAPSE_RATE`];
@@ -103,10 +103,12 @@ fn need(t: &TenantView, window: f64) -> Need {
     let waking = faulting && (jumped || was_quiet);
     let recently_woke = t.woke_secs_ago.is_some_and(|s| s < window);
     // A tenant that touched under a quarter of its window average in the last
-    // interval (and is not faulting) is going quiet: count half its average, so the
-    // DRAM it no longer uses moves to a tenant waking up now rather than a window later.
+    // interval (and is not faulting) is going quiet: count a quarter of its average, so
+    // the DRAM it no longer uses moves to a tenant waking up now rather than a window
+    // later (half was not enough: a waking neighbour with a hot set half the budget
+    // still thrashed for 30 s). If it comes back, its faults give it its peak again.
     let quiet = a.last_interval_bytes < a.active_bytes / 4 && t.tier_faults_per_sec < WAKE_MIN_FAULTS;
-    let recent = if quiet { a.active_bytes / 2 } else { a.active_bytes };
+    let recent = if quiet { a.active_bytes / 4 } else { a.active_bytes };
     let measured = recent.max(a.last_interval_bytes) + a.ci_bytes;
     let mut why = format!(
         "active {} ±{} over {:.0} s, {} in the last interval",
@@ -116,7 +118,7 @@ fn need(t: &TenantView, window: f64) -> Need {
         human(a.last_interval_bytes)
     );
     if quiet {
-        why += ": going quiet, half of its average counts";
+        why += ": going quiet, a quarter of its average counts";
     }
     let mut active = measured;
     if waking {
@@ -590,7 +592,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tenant_going_quiet_yields_half_its_average_to_one_waking_up() {
+    fn a_tenant_going_quiet_yields_most_of_its_average_to_a_busy_one() {
         let mut quiet = active(tenant("quiet", GIB), 800 * MIB);
         quiet.activeness.as_mut().unwrap().last_interval_bytes = 50 * MIB;
         let busy = active(tenant("busy", GIB), 800 * MIB);

@@ -378,7 +378,7 @@ impl Tracker for SamplingTracker {
     fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64) {
         let t0 = Instant::now();
         let mut scans: Vec<(u32, Vec<PageRegion>)> = Vec::new();
-        let mut mappings: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        let mut mappings: HashMap<u32, mover::Mappings> = HashMap::new();
         for p in procs {
             self.cost.syscalls += 1;
             match mover::scan_mappings(&self.proc, p.pid()) {
