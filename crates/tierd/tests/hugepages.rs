@@ -12,10 +12,16 @@ use support::*;
 const MIB_F: f64 = MIB as f64;
 const FAST: [&str; 8] = ["--policy", "tierd", "--interval", "2s", "--window", "16s", "--sample-pages", "1024"];
 
-fn daemon(budget: &str) -> Daemon {
-    let mut args = vec!["--dram-budget", budget, "--ratio", "2"];
+/// A tierd with a 2 GiB budget for one test at a time, or `None` (the test is
+/// skipped, saying why) where the kernel gives out no transparent huge pages.
+fn thp_daemon() -> Option<(std::sync::MutexGuard<'static, ()>, Daemon)> {
+    if !thp_available() {
+        return None;
+    }
+    let guard = serial();
+    let mut args = vec!["--dram-budget", "2G", "--ratio", "2"];
     args.extend_from_slice(&FAST);
-    Daemon::start(&args)
+    Some((guard, Daemon::start(&args)))
 }
 
 /// The workload's JSON reports.
@@ -47,11 +53,7 @@ fn vmstat(key: &str) -> u64 {
 
 #[test]
 fn a_thp_tenant_is_measured_and_keeps_its_hot_set_on_huge_pages() {
-    if !thp_available() {
-        return;
-    }
-    let _g = serial();
-    let mut d = daemon("2G");
+    let Some((_serial, mut d)) = thp_daemon() else { return };
     d.run_workload(
         "w",
         &["--size", "1G"],
@@ -85,11 +87,7 @@ fn a_thp_tenant_is_measured_and_keeps_its_hot_set_on_huge_pages() {
 
 #[test]
 fn huge_pages_go_to_the_tier_whole_and_come_back_huge_after_a_wake_up() {
-    if !thp_available() {
-        return;
-    }
-    let _g = serial();
-    let mut d = daemon("2G");
+    let Some((_serial, mut d)) = thp_daemon() else { return };
     d.run_workload(
         "w",
         &["--size", "512M"],

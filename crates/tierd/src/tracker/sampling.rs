@@ -182,10 +182,20 @@ impl SamplingTracker {
         self.pages
     }
 
-    /// A region that belongs on huge pages, sits on small ones, and was touched within
-    /// the last two intervals: the policy is about to rebuild it, so it is not sampled.
+    /// `back` bytes of a sample from region `key` came back: it was touched.
+    fn came_back(&mut self, key: (u32, u64), back: u64, now: f64, returned: &mut HashMap<(u32, u64), u64>) {
+        *returned.entry(key).or_default() += back;
+        if let Some(r) = self.regions.get_mut(&key) {
+            r.touch(now);
+            r.sample_returned = Some(now);
+        }
+    }
+
+    /// A region that belongs on huge pages, sits on small ones, and was touched in the
+    /// last interval: the policy is about to rebuild it, so it is not sampled. (Two
+    /// intervals kept a tenant that had just stopped looking busy for one more.)
     fn queued(&self, r: &RegionState, now: f64) -> bool {
-        r.wants_huge && r.huge == 0 && r.last_touched.is_some_and(|t| now - t <= 2.0 * self.cfg.interval_secs)
+        r.wants_huge && r.huge == 0 && r.last_touched.is_some_and(|t| now - t <= 1.5 * self.cfg.interval_secs)
     }
 
     /// Resident bytes of the regions [`Self::queued`] for a rebuild: active for certain.
@@ -408,11 +418,7 @@ impl Tracker for SamplingTracker {
             }
             let key = (s.pid, s.start & !(REGION - 1));
             if back > 0 {
-                *returned.entry(key).or_default() += back;
-                if let Some(r) = self.regions.get_mut(&key) {
-                    r.touch(now);
-                    r.sample_returned = Some(now);
-                }
+                self.came_back(key, back, now, &mut returned);
             } else {
                 if let Some(r) = self.regions.get_mut(&key) {
                     r.misses += 1;
@@ -435,13 +441,8 @@ impl Tracker for SamplingTracker {
                 continue;
             }
             let back = present_within(runs_of(s.pid), s.start, s.len);
-            let key = (s.pid, s.start & !(REGION - 1));
             if back > 0 {
-                *returned.entry(key).or_default() += back;
-                if let Some(r) = self.regions.get_mut(&key) {
-                    r.touch(now);
-                    r.sample_returned = Some(now);
-                }
+                self.came_back((s.pid, s.start & !(REGION - 1)), back, now, &mut returned);
             } else {
                 still.push(s);
             }
@@ -488,7 +489,10 @@ impl Tracker for SamplingTracker {
         self.regions = next;
 
         // 3. This interval's estimate: small stratum + huge stratum + what came in.
-        if self.observed && !(fracs.is_empty() && huge_fracs.is_empty()) {
+        // Also when nothing was sampled (everything resident was queued for a rebuild,
+        // or nothing is resident): a stale last interval kept a tenant that had just
+        // gone idle looking busy until its queued regions aged.
+        if self.observed {
             let (mean, var) = mean_and_var(&fracs);
             let r = self.sampled_from as f64;
             let hr = self.huge_sampled_from as f64;
