@@ -75,7 +75,7 @@ fn a_thp_tenant_is_measured_and_keeps_its_hot_set_on_huge_pages() {
     // The cgroup's count, at one instant: a few hot pages are split while sampled.
     assert!(huge >= 0.8 * 256.0, "status reports the hot set on huge pages, {huge:.0} MiB: {t:#}");
     let r = reports(&d, "w");
-    let last: Vec<f64> = r.iter().rev().take(5).filter_map(|x| x["hot_huge"].as_f64()).collect();
+    let last: Vec<f64> = r.iter().rev().take(10).filter_map(|x| x["hot_huge"].as_f64()).collect();
     assert!(!last.is_empty(), "THP reports carry hot_huge: {:?}", r.last());
     let mean = last.iter().sum::<f64>() / last.len() as f64;
     assert!(mean >= 0.9, "sampling must not leave the hot set split: {last:?}");
@@ -108,8 +108,10 @@ fn huge_pages_go_to_the_tier_whole_and_come_back_huge_after_a_wake_up() {
         reports(&d, "w").last().is_some_and(|r| r["phase"] == "idle")
     });
     let before = reports(&d, "w");
-    let huge_before = before.iter().rev().find(|r| r["phase"] == "active").and_then(|r| r["hot_huge"].as_f64());
-    assert!(huge_before.is_some_and(|h| h >= 0.9), "hot set on huge pages before the cycle: {huge_before:?}");
+    let active: Vec<f64> =
+        before.iter().rev().filter(|r| r["phase"] == "active").take(5).filter_map(|r| r["hot_huge"].as_f64()).collect();
+    let huge_before = active.iter().sum::<f64>() / active.len().max(1) as f64;
+    assert!(huge_before >= 0.85, "hot set mostly on huge pages before the cycle: {active:?}");
 
     let (whole0, split0) = (vmstat("thp_swpout "), vmstat("thp_swpout_fallback "));
     let out = d.ctl(&["demote", "w"]);
@@ -125,7 +127,10 @@ fn huge_pages_go_to_the_tier_whole_and_come_back_huge_after_a_wake_up() {
     wait_for("the hot set back on huge pages after waking", Duration::from_secs(75), || {
         let r = reports(&d, "w");
         let idle_end = r.iter().rposition(|x| x["phase"] == "idle");
-        idle_end.is_some_and(|i| r[i + 1..].iter().any(|x| x["hot_huge"].as_f64().is_some_and(|h| h >= 0.9)))
+        // Three reports in a row averaging ≥ 90%: back for good, not a passing value.
+        let after: Vec<f64> =
+            idle_end.map_or(Vec::new(), |i| r[i + 1..].iter().filter_map(|x| x["hot_huge"].as_f64()).collect());
+        after.windows(3).any(|w| w.iter().sum::<f64>() / 3.0 >= 0.9)
     });
     let explain = d.ctl(&["explain", "w"]);
     assert!(explain.contains("huge pages"), "the rebuild is explained: {explain}");

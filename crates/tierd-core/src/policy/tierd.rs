@@ -17,7 +17,8 @@
 //!   the last interval, and is not faulting, counts a quarter of its average, so the DRAM it
 //!   stopped using moves to a waking neighbour now rather than a window later;
 //! - **huge pages**: hot regions that belong on huge pages but sit on small ones are
-//!   rebuilt with `MADV_COLLAPSE`, hottest first, at up to [`COLLAPSE_RATE`];
+//!   rebuilt with `MADV_COLLAPSE`, hottest first, at up to [`COLLAPSE_RATE`] and
+//!   within the room under the quota while the tenant faults from the tier;
 //! - **proactive demotion**: regions idle for longer than the tenant's threshold (the
 //!   window, or half of it when DRAM is short) are paged out while the tenant holds
 //!   more DRAM than it needs, so free room waits for bursts;
@@ -317,7 +318,17 @@ pub fn plan(snap: &Snapshot) -> Plan {
                     tp.reason += &format!("; demoting {} regions idle ≥ {:.0} s", tp.demote.len(), threshold);
                 }
             }
-            tp.collapse = collapse_regions(&t.regions, window, (COLLAPSE_RATE as f64 * snap.interval_secs) as u64);
+            // While it faults from the tier, not beyond the room under its quota: a
+            // rebuild allocates and reads in synchronously, and in a thrashing cgroup
+            // at its limit that stalled the control loop for 20 s. (Holding rebuilds
+            // back whenever it faults left a THP tenant squeezed during its fill on
+            // small pages, thrashing, for its whole first phase; and its DRAM counts
+            // swap cache, so the room alone is too strict when it does not fault.)
+            let mut budget = (COLLAPSE_RATE as f64 * snap.interval_secs) as u64;
+            if t.tier_faults_per_sec >= WAKE_MIN_FAULTS {
+                budget = budget.min(quota.saturating_sub(t.dram));
+            }
+            tp.collapse = collapse_regions(&t.regions, window, budget);
             tp
         })
         .collect();
@@ -587,8 +598,14 @@ mod tests {
         let mut nearly = region(4 * MIB, Some(1.0), 2 * MIB - 256 * 1024, 256 * 1024);
         nearly.wants_huge = true;
         a.regions = vec![r, on_tier, nearly];
-        let p = plan(&snap(GIB, vec![a]));
+        a.dram = 200 * MIB;
+        let p = plan(&snap(GIB, vec![a.clone()]));
         assert_eq!(p.tenant("a").unwrap().collapse, vec![r.range, nearly.range]);
+        // Not while it faults from the tier with no room under its quota.
+        let mut full = a;
+        full.dram = GIB;
+        full.tier_faults_per_sec = WAKE_MIN_FAULTS;
+        assert!(plan(&snap(GIB, vec![full])).tenant("a").unwrap().collapse.is_empty());
     }
 
     #[test]
@@ -623,6 +640,7 @@ mod tests {
         regions.push(huge(3000 * MIB, None));
         let mut a = active(tenant("a", 4 * GIB), 100 * MIB);
         a.regions = regions;
+        a.dram = GIB;
         let p = plan(&snap(4 * GIB, vec![a]));
         let c = &p.tenant("a").unwrap().collapse;
         assert_eq!(c.len(), n, "at most COLLAPSE_RATE × interval bytes");

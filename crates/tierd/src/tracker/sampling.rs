@@ -38,7 +38,7 @@ const PAGE: u64 = 4096;
 /// Heat is kept per 2 MiB region: the huge-page size, and what prefetch moves at once.
 pub const REGION: u64 = 2 << 20;
 /// Intervals a huge page whose sample came back counts as hot without being sampled again.
-const HUGE_RECHECK_INTERVALS: f64 = 10.0;
+const HUGE_RECHECK_INTERVALS: f64 = 20.0;
 /// Known-hot huge pages sampled per interval all the same, to notice a tenant going
 /// quiet: when half of them were not touched, every huge page is measured again.
 const CANARIES: usize = 2;
