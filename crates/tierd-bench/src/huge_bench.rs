@@ -156,17 +156,17 @@ pub fn run(out: &Path) -> anyhow::Result<HugeResults> {
     let r = HugeResults { run: RunInfo::collect(), budget_bytes: budget, runs };
     std::fs::write(out.join("huge.json"), serde_json::to_string_pretty(&r)?)?;
     std::fs::write(out.join("huge.md"), markdown(&r))?;
-    let series: Vec<(&str, Vec<(f64, f64)>)> =
+    let chart = |file: &str, title: &str, y: &str, series: &[(&str, Vec<(f64, f64)>)], guide: f64| {
+        std::fs::write(out.join(file), crate::chart::lines(title, "seconds after waking", y, series, Some(guide)))
+    };
+    let throughput: Vec<(&str, Vec<(f64, f64)>)> =
         r.runs.iter().map(|x| (x.pages, x.curve.iter().map(|p| (p.0, p.1)).collect())).collect();
-    std::fs::write(
-        out.join("huge-wake-up.svg"),
-        crate::chart::lines(
-            "Waking tenant under tierd: throughput vs its own baseline",
-            "seconds after waking",
-            "relative throughput",
-            &series,
-            Some(0.95),
-        ),
+    chart(
+        "huge-wake-up.svg",
+        "Waking tenant under tierd: throughput vs its own baseline",
+        "relative throughput",
+        &throughput,
+        0.95,
     )?;
     let huge: Vec<(&str, Vec<(f64, f64)>)> = r
         .runs
@@ -174,16 +174,7 @@ pub fn run(out: &Path) -> anyhow::Result<HugeResults> {
         .filter(|x| x.curve.iter().any(|p| p.2.is_some()))
         .map(|x| ("hot set on huge pages", x.curve.iter().filter_map(|p| p.2.map(|h| (p.0, h))).collect()))
         .collect();
-    std::fs::write(
-        out.join("huge-pages.svg"),
-        crate::chart::lines(
-            "THP tenant: hot set on huge pages after waking",
-            "seconds after waking",
-            "share",
-            &huge,
-            Some(0.9),
-        ),
-    )?;
+    chart("huge-pages.svg", "THP tenant: hot set on huge pages after waking", "share", &huge, 0.9)?;
     Ok(r)
 }
 

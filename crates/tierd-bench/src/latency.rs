@@ -21,22 +21,23 @@ use crate::machine::{RunInfo, median};
 /// Bytes per chased node: one cache line.
 const LINE: usize = 64;
 
-/// A page size the benchmark can back memory with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// A page size the benchmark can back memory with (`name()` is how results show it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Page {
     #[value(name = "4k")]
-    #[serde(rename = "4k")]
     Small,
     #[value(name = "2m-thp")]
-    #[serde(rename = "2m-thp")]
     Thp,
     #[value(name = "2m-hugetlb")]
-    #[serde(rename = "2m-hugetlb")]
     Hugetlb2M,
     #[value(name = "1g-hugetlb")]
-    #[serde(rename = "1g-hugetlb")]
     Hugetlb1G,
+}
+
+impl Serialize for Page {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl Page {
@@ -363,6 +364,15 @@ mod tests {
         }
         assert_eq!(i, start, "the cycle closes after every line");
         assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn page_names_match_the_command_line() {
+        use clap::ValueEnum;
+        for p in Page::value_variants() {
+            assert_eq!(p.to_possible_value().unwrap().get_name(), p.name());
+            assert_eq!(serde_json::to_string(p).unwrap(), format!("\"{}\"", p.name()));
+        }
     }
 
     #[test]

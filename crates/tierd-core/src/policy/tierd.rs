@@ -318,12 +318,10 @@ pub fn plan(snap: &Snapshot) -> Plan {
                     tp.reason += &format!("; demoting {} regions idle ≥ {:.0} s", tp.demote.len(), threshold);
                 }
             }
-            // While it faults from the tier, not beyond the room under its quota: a
-            // rebuild allocates and reads in synchronously, and in a thrashing cgroup
-            // at its limit that stalled the control loop for 20 s. (Holding rebuilds
-            // back whenever it faults left a THP tenant squeezed during its fill on
-            // small pages, thrashing, for its whole first phase; and its DRAM counts
-            // swap cache, so the room alone is too strict when it does not fault.)
+            // While it faults from the tier, only within the room under its quota: a
+            // rebuild allocates and reads in synchronously, and in a thrashing cgroup at
+            // its limit that stalled the control loop for 20 s. Otherwise at full rate
+            // (its DRAM counts swap cache, so the room alone is too strict).
             let mut budget = (COLLAPSE_RATE as f64 * snap.interval_secs) as u64;
             if t.tier_faults_per_sec >= WAKE_MIN_FAULTS {
                 budget = budget.min(quota.saturating_sub(t.dram));

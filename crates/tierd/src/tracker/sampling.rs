@@ -146,7 +146,7 @@ pub struct SamplingTracker {
     huge_sampled_from: u64,
     /// Resident bytes left out of sampling and counted active whole: regions queued
     /// for a huge-page rebuild and huge pages known hot.
-    queued_bytes: u64,
+    counted_whole_bytes: u64,
     regions: HashMap<(u32, u64), RegionState>,
     /// Mappings (pid, start) the kernel has put huge pages in: THP is on for them.
     huge_mappings: HashSet<(u32, u64)>,
@@ -167,7 +167,7 @@ impl SamplingTracker {
             pending: Vec::new(),
             sampled_from: 0,
             huge_sampled_from: 0,
-            queued_bytes: 0,
+            counted_whole_bytes: 0,
             regions: HashMap::new(),
             huge_mappings: HashSet::new(),
             history: VecDeque::new(),
@@ -205,7 +205,7 @@ impl SamplingTracker {
 
     /// Whole huge pages sampled per interval: one per 64 small pages, 4 to 32 (each is
     /// 2 MiB written to the tier, so far fewer than small samples).
-    pub fn huge_samples(&self) -> usize {
+    fn huge_samples(&self) -> usize {
         (self.pages as usize / 64).clamp(4, 32)
     }
 }
@@ -288,14 +288,19 @@ fn mean_and_var(fracs: &[f64]) -> (f64, f64) {
 impl SamplingTracker {
     /// Draws clustered samples from the present, non-huge runs of each process and
     /// unmaps them. Returns the samples and the bytes they were drawn from.
-    fn draw(&mut self, scans: &[(u32, Vec<PageRegion>)], now: f64) -> (Vec<Sample>, u64) {
+    fn draw(&mut self, scans: &[(u32, Vec<PageRegion>)], now: f64, any_queued: bool) -> (Vec<Sample>, u64) {
         // Regions waiting to be rebuilt as huge pages are left alone: a sample in flight
         // makes `MADV_COLLAPSE` fail (EAGAIN) on the whole region. They were just seen
-        // touched, and count as active whole (see `queued_for_collapse`).
+        // touched, and count as active whole (see `queued_for_collapse`). Without any,
+        // runs need no splitting at region boundaries.
         let skip = |pid: u32, block: u64| self.regions.get(&(pid, block)).is_some_and(|r| self.queued(r, now));
         let mut pool: Vec<(u32, PageRegion)> = Vec::new();
         for (pid, runs) in scans {
             for r in runs.iter().filter(|r| r.categories & PAGE_IS_PRESENT != 0 && r.categories & PAGE_IS_HUGE == 0) {
+                if !any_queued {
+                    pool.push((*pid, *r));
+                    continue;
+                }
                 let mut at = r.start;
                 while at < r.end {
                     let block = at & !(REGION - 1);
@@ -334,9 +339,9 @@ impl SamplingTracker {
         (picked, total)
     }
 
-    /// Huge pages whose sample came back within [`HUGE_RECHECK_INTERVALS`] are known hot: they
-    /// count as active whole and are not sampled again until that knowledge ages, so
-    /// each hot huge page spends about one interval in ten split.
+    /// Huge pages whose sample came back within [`HUGE_RECHECK_INTERVALS`] are known hot:
+    /// they count as active whole and are not sampled again until that knowledge ages,
+    /// so each hot huge page spends about one interval in twenty split.
     fn known_hot_huge(&self, pid: u32, block: u64, now: f64) -> bool {
         let horizon = HUGE_RECHECK_INTERVALS * self.cfg.interval_secs;
         self.regions.get(&(pid, block)).is_some_and(|r| r.sample_returned.is_some_and(|t| now - t <= horizon))
@@ -479,8 +484,8 @@ impl Tracker for SamplingTracker {
             st.present = present;
             st.swapped = swapped;
             st.huge = huge;
-            let in_huge_mapping = mapping_of(key.0, key.1)
-                .is_some_and(|(start, end)| key.1 + REGION <= end && self.huge_mappings.contains(&(key.0, start)));
+            let in_huge_mapping =
+                mapping_of(key.0, key.1).is_some_and(|(start, _)| self.huge_mappings.contains(&(key.0, start)));
             if huge >= REGION / 2 || in_huge_mapping {
                 st.wants_huge = true;
             }
@@ -496,13 +501,15 @@ impl Tracker for SamplingTracker {
             let (mean, var) = mean_and_var(&fracs);
             let r = self.sampled_from as f64;
             let hr = self.huge_sampled_from as f64;
-            let (huge_mean, huge_var) = if huge_fracs.is_empty() { (1.0, 0.0) } else { mean_and_var(&huge_fracs) };
+            // Huge pages resident at the last draw were always sampled, so `hr` is 0
+            // exactly when there are no huge fractions.
+            let (huge_mean, huge_var) = mean_and_var(&huge_fracs);
             // Under pressure pages fault in and are evicted again within one interval,
             // so region counts miss some: every major fault was a touched page too.
             let faulted = faulted_in.max(tier_faults * PAGE) as f64;
             self.history.push_back(Estimate {
                 at: now,
-                bytes: mean * r + huge_mean * hr + self.queued_bytes as f64 + faulted,
+                bytes: mean * r + huge_mean * hr + self.counted_whole_bytes as f64 + faulted,
                 var: var * r * r + huge_var * hr * hr,
             });
             // Adapt the sample size so the window's estimate has the precision wanted:
@@ -530,7 +537,7 @@ impl Tracker for SamplingTracker {
 
         // 4. Next interval's samples: unmap them now.
         let queued = self.queued_for_collapse(now);
-        let (mut samples, from) = self.draw(&scans, now);
+        let (mut samples, from) = self.draw(&scans, now, queued > 0);
         let (huge, huge_from, known_hot) = self.draw_huge(&scans, now);
         samples.extend(huge);
         for p in procs {
@@ -555,7 +562,7 @@ impl Tracker for SamplingTracker {
         self.fresh = samples;
         self.sampled_from = from;
         self.huge_sampled_from = huge_from;
-        self.queued_bytes = queued + known_hot;
+        self.counted_whole_bytes = queued + known_hot;
         self.observed = true;
         self.cost.seconds += t0.elapsed().as_secs_f64();
     }
