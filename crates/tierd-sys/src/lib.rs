@@ -1,6 +1,7 @@
 //! tierd-sys: every kernel interface tierd uses, and the only crate with `unsafe`.
 //!
 //! - [`madvise`]: `pidfd_open` + `process_madvise` (demote, prefetch, collapse), batched.
+//! - [`procmem`]: `/proc/PID/mem` reads that fault prefetched pages in as the tenant's.
 //! - [`pagemap`]: `PAGEMAP_SCAN` on `/proc/PID/pagemap`: present / swapped / huge runs.
 //! - [`swap`]: `mkswap`, `swapon`, `swapoff` and `/proc/swaps`.
 //! - [`blockdev`]: loop devices and the checks before a block device becomes a tier.
@@ -17,6 +18,7 @@ pub mod memory;
 pub mod pagemap;
 pub mod process;
 pub mod procfs;
+pub mod procmem;
 pub mod swap;
 
 use std::io;

@@ -40,6 +40,9 @@ use crate::tracker::{SamplingConfig, SamplingTracker};
 
 /// Quota changes smaller than this are not written (they would only churn the cgroup).
 const QUOTA_SLACK: u64 = 1 << 20;
+/// A control-loop step slower than this is reported: the loop holds the engine lock, so
+/// while it stalls, quotas, status and the API all wait.
+const SLOW_STEP_SECS: f64 = 1.0;
 
 /// Counters sampled each interval to turn totals into rates.
 #[derive(Debug, Clone, Copy)]
@@ -230,7 +233,10 @@ impl Engine {
         self.reap();
         self.measure(true);
         if self.cfg.policy == PolicyKind::Tierd {
-            self.track();
+            let ((), secs) = mover::timed(|| self.track());
+            if secs >= SLOW_STEP_SECS {
+                self.events.warn(None, format!("control loop: activeness tracking took {secs:.1} s"));
+            }
         }
         self.sample_io();
         let snap = self.snapshot();
@@ -517,7 +523,14 @@ impl Engine {
                 (a, b) => a != b,
             };
             if changed {
-                match self.cg.set_limit(&rel, tp.quota) {
+                let (set, secs) = mover::timed(|| self.cg.set_limit(&rel, tp.quota));
+                if secs >= SLOW_STEP_SECS {
+                    self.events.warn(
+                        Some(tp.name.as_str()),
+                        format!("control loop: setting quota {} took {secs:.1} s", show_quota(tp.quota)),
+                    );
+                }
+                match set {
                     Ok(()) => {
                         // Estimates wobble: every change is applied, but only a change of
                         // 5% or more is worth a line in the decision log.
@@ -545,7 +558,18 @@ impl Engine {
             if tp.woke {
                 t.woke_at = Some(now);
             }
-            let (demoted, prefetched, collapsed) = self.carry_out_moves(tp);
+            let ((demoted, prefetched, collapsed), secs) = mover::timed(|| self.carry_out_moves(tp));
+            if secs >= SLOW_STEP_SECS {
+                self.events.warn(
+                    Some(tp.name.as_str()),
+                    format!(
+                        "control loop: page moves took {secs:.1} s ({} demote, {} prefetch, {} collapse ranges)",
+                        tp.demote.len(),
+                        tp.prefetch.len(),
+                        tp.collapse.len()
+                    ),
+                );
+            }
             let t = self.tenants.get_mut(&tp.name).expect("checked above");
             let mut did = Vec::new();
             if tp.woke {
@@ -576,8 +600,10 @@ impl Engine {
         let (mut demoted, mut prefetched, mut collapsed) = (0, 0, 0);
         let mut failed: Vec<(&str, tierd_sys::madvise::AdviseResult)> = Vec::new();
         let now = now_secs();
-        let window = self.cfg.tracker.window.as_secs_f64();
-        t.prefetched.retain(|_, at| now - *at < window);
+        // Once per interval: prefetched pages are mapped as the tenant's, so a region
+        // still on the tier an interval later was evicted again and is asked for again.
+        let interval = self.cfg.interval.as_secs_f64();
+        t.prefetched.retain(|_, at| now - *at < interval * 0.9);
         let fresh: Vec<tierd_core::snapshot::Range> =
             tp.prefetch.iter().filter(|r| !t.prefetched.contains_key(&(r.pid, r.start))).copied().collect();
         for r in &fresh {

@@ -2,13 +2,15 @@
 //!
 //! Each reads the process's page state with `PAGEMAP_SCAN` first so it only sends the
 //! ranges that need work (present pages to demote, swapped pages to prefetch, small
-//! pages to collapse), then calls `process_madvise` in batches.
+//! pages to collapse), then calls `process_madvise` in batches. Prefetched pages are
+//! also read through `/proc/PID/mem`, which maps them as the tenant's own.
 
 use std::time::Instant;
 
 use tierd_sys::madvise::{Advice, AdviseResult, Pidfd};
 use tierd_sys::pagemap::{PAGE_IS_HUGE, PAGE_IS_PRESENT, PAGE_IS_SWAPPED, PageRegion, Pagemap};
 use tierd_sys::procfs::ProcFs;
+use tierd_sys::procmem::ProcMem;
 
 pub const HUGE: u64 = 2 << 20;
 
@@ -89,7 +91,7 @@ pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)]) -> Moved {
 pub fn prefetch(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
     let Some(regions) = scan(proc, pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
     let (ranges, bytes) = runs(&regions, PAGE_IS_SWAPPED, limit);
-    Moved { advise: pidfd.advise(Advice::WillNeed, &ranges), bytes, scan_errors: 0 }
+    read_in(proc, pidfd, &ranges, bytes, 0)
 }
 
 /// Prefetches the swapped pages within the given ranges.
@@ -104,7 +106,21 @@ pub fn prefetch_ranges(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)]) -> M
         }
     }
     let (ranges, bytes) = runs(&swapped, PAGE_IS_SWAPPED, u64::MAX);
-    Moved { advise: pidfd.advise(Advice::WillNeed, &ranges), bytes, scan_errors: errors }
+    read_in(proc, pidfd, &ranges, bytes, errors)
+}
+
+/// `MADV_WILLNEED` on `ranges` (all their reads in flight at once), then a read of them
+/// through `/proc/PID/mem`, which maps the pages as the tenant's own: left in the swap
+/// cache, prefetched pages were the first a full cgroup dropped, and a woken tenant
+/// faulted them in again one by one.
+fn read_in(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], bytes: u64, scan_errors: u64) -> Moved {
+    let advise = pidfd.advise(Advice::WillNeed, ranges);
+    let mut m = Moved { advise, bytes, scan_errors };
+    match ProcMem::open(proc.root(), pidfd) {
+        Ok(mem) => m.advise.errors += mem.touch(ranges).errors,
+        Err(_) => m.advise.errors += 1,
+    }
+    m
 }
 
 /// 2 MiB blocks of anonymous memory that are mostly resident on small pages: the

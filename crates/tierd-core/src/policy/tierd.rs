@@ -122,6 +122,10 @@ fn need(t: &TenantView, window: f64) -> Need {
         why += ": going quiet, a quarter of its average counts";
     }
     let mut active = measured;
+    // What it left on the tier when it went idle: the peak alone misses the part of
+    // its hot set that was on the tier while it was last busy (sampling sees resident
+    // pages only), and the woken tenant then came back a fault at a time.
+    let left = t.dram + recent_tier_bytes(&t.regions, window);
     if waking {
         active = active.max(a.peak_bytes);
         why = format!(
@@ -139,6 +143,10 @@ fn need(t: &TenantView, window: f64) -> Need {
         );
     }
     let mut bytes = active + headroom(active);
+    if (waking || recently_woke) && left > bytes {
+        bytes = left;
+        why += &format!(" or what it was using when it went idle, {}", human(left));
+    }
     // A tenant reading from the tier at a high rate needs more than it holds, whatever
     // the estimate says (under pressure, sampling sees less than is touched): grow it
     // by what it faults in over half a window. Shares still bound what it gets.
@@ -167,6 +175,16 @@ fn throttle_reason(snap: &Snapshot) -> Option<String> {
         return Some(format!("demotion throttled: tier device busy {:.0}% of the time", snap.tier.utilization * 100.0));
     }
     None
+}
+
+/// Bytes on the tier of the regions a tenant touched last before it went idle: those
+/// seen touched within `window` of the most recently touched region on the tier. (A
+/// hot set touched until the tenant idled is one window apart at most; memory touched
+/// only when it was filled is older.)
+fn recent_tier_bytes(regions: &[Region], window: f64) -> u64 {
+    let on_tier = || regions.iter().filter(|r| r.tier_bytes > 0);
+    let Some(newest) = on_tier().filter_map(|r| r.idle_secs).reduce(f64::min) else { return 0 };
+    on_tier().filter(|r| r.idle_secs.is_some_and(|s| s <= newest + window)).map(|r| r.tier_bytes).sum()
 }
 
 /// Regions to prefetch for a waking tenant: those with pages on the tier, most recently
@@ -514,13 +532,40 @@ mod tests {
             Some(Activeness { active_bytes: 0, ci_bytes: 0, peak_bytes: 4 * MIB, last_interval_bytes: 20 * MIB });
         a.tier_faults_per_sec = 500.0;
         a.dram = 0;
+        // Touched a second apart over 100 s: only the last window's worth is what it
+        // was using when it went idle.
+        let window = snap(GIB, Vec::new()).window_secs;
         a.regions = (0..100).map(|i| region(i * 2 * MIB, Some(i as f64), 0, 2 * MIB)).collect();
         let p = plan(&snap(GIB, vec![a]));
         let tp = p.tenant("a").unwrap();
         assert!(tp.woke);
         let bytes = tp.prefetch.len() as u64 * 2 * MIB;
-        let need = (20 * MIB + headroom(20 * MIB)).max(500 * 4096 * 30);
+        let need = (20 * MIB + headroom(20 * MIB)).max(500 * 4096 * 30).max((window as u64 + 1) * 2 * MIB);
         assert!(bytes <= need + 2 * MIB && bytes >= need - 2 * MIB, "prefetch {bytes} for need {need}");
+        let newest: Vec<u64> = tp.prefetch.iter().map(|r| r.start).take(3).collect();
+        assert_eq!(newest, vec![0, 2 * MIB, 4 * MIB], "most recently touched first");
+    }
+
+    #[test]
+    fn a_woken_tenant_gets_back_what_it_left_on_the_tier_even_past_its_measured_peak() {
+        // Its hot set (300 regions) was half on the tier while it was busy, so the
+        // peak measured only 200 MiB; it idled 60 s; what it touched only when it
+        // filled its memory (100 regions, 150 s ago) stays on the tier.
+        let mut a = tenant("a", 2 * GIB);
+        a.activeness =
+            Some(Activeness { active_bytes: MIB, ci_bytes: 0, peak_bytes: 200 * MIB, last_interval_bytes: 30 * MIB });
+        a.tier_faults_per_sec = 800.0;
+        a.tier_faults_per_sec_avg = 1.0;
+        a.dram = 20 * MIB;
+        a.regions = (0..300).map(|i| region(i * 2 * MIB, Some(60.0 + (i % 10) as f64), 0, 2 * MIB)).collect();
+        a.regions.extend((300..400).map(|i| region(i * 2 * MIB, Some(150.0), 0, 2 * MIB)));
+        let p = plan(&snap(4 * GIB, vec![a]));
+        let tp = p.tenant("a").unwrap();
+        assert!(tp.woke);
+        assert!(quota(&p, "a") >= 620 * MIB, "quota {}", quota(&p, "a"));
+        assert!(tp.reason.contains("what it was using when it went idle, 620 MiB"), "{}", tp.reason);
+        assert_eq!(tp.prefetch.len(), 300, "the hot set, not the memory only touched at fill");
+        assert!(tp.prefetch.iter().all(|r| r.start < 600 * MIB));
     }
 
     #[test]
