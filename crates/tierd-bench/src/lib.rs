@@ -9,5 +9,7 @@ pub mod latency;
 pub mod machine;
 pub mod metrics_bench;
 pub mod policy_bench;
+pub mod qmp;
 pub mod scenario;
+pub mod vm_bench;
 pub mod workload;

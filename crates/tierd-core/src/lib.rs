@@ -16,6 +16,7 @@ pub mod size;
 pub mod snapshot;
 pub mod tenant;
 pub mod tlb;
+pub mod vm;
 
 pub use name::TenantName;
 pub use size::ByteSize;

@@ -150,6 +150,12 @@ impl ProcFs {
         Ok(parse_maps(&read_text(&self.pid_file(pid, "maps"))?))
     }
 
+    /// Resident and swapped bytes of each mapping, from `/proc/PID/smaps`, by start
+    /// address: where one mapping (a VM's guest RAM) lives.
+    pub fn smaps_usage(&self, pid: u32) -> Result<HashMap<u64, MappingUsage>, PathError> {
+        Ok(parse_smaps_usage(&read_text(&self.pid_file(pid, "smaps"))?))
+    }
+
     /// `/proc/vmstat` counters.
     pub fn vmstat(&self) -> Result<HashMap<String, u64>, PathError> {
         let text = read_text(&self.root.join("vmstat"))?;
@@ -216,6 +222,38 @@ fn kv_kib(text: &str) -> HashMap<String, u64> {
         .collect()
 }
 
+/// One mapping's share of a process's memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MappingUsage {
+    pub rss: u64,
+    pub swap: u64,
+}
+
+fn parse_smaps_usage(text: &str) -> HashMap<u64, MappingUsage> {
+    let mut out = HashMap::new();
+    let mut current: Option<u64> = None;
+    for line in text.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((s, _)) = first.split_once('-')
+            && let Ok(start) = u64::from_str_radix(s, 16)
+            && !first.ends_with(':')
+        {
+            current = Some(start);
+            out.insert(start, MappingUsage::default());
+            continue;
+        }
+        let Some(start) = current else { continue };
+        let kib = || line.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 1024;
+        let u = out.get_mut(&start).expect("inserted at its header");
+        match first {
+            "Rss:" => u.rss = kib(),
+            "Swap:" => u.swap = kib(),
+            _ => {}
+        }
+    }
+    out
+}
+
 fn parse_maps(text: &str) -> Vec<Mapping> {
     text.lines()
         .filter_map(|l| {
@@ -269,6 +307,24 @@ mod tests {
         )
         .unwrap();
         t
+    }
+
+    #[test]
+    fn reads_each_mappings_resident_and_swapped_bytes() {
+        let t = fixture();
+        std::fs::write(
+            t.path().join("42/smaps"),
+            "7f0000000000-7f0040000000 rw-p 00000000 00:00 0 \n\
+Size:            1048576 kB\nRss:              300000 kB\nPss:              300000 kB\nSwap:             700000 kB\n\
+VmFlags: rd wr mr mw me ac sd hg\n\
+7f1000000000-7f1000200000 rw-s 00000000 00:01 1234                       /dev/shm/x\n\
+Size:               2048 kB\nRss:                  4 kB\nSwap:                 0 kB\n",
+        )
+        .unwrap();
+        let u = ProcFs::new(t.path()).smaps_usage(42).unwrap();
+        assert_eq!(u[&0x7f00_0000_0000], MappingUsage { rss: 300_000 * 1024, swap: 700_000 * 1024 });
+        assert_eq!(u[&0x7f10_0000_0000], MappingUsage { rss: 4096, swap: 0 });
+        assert_eq!(u.len(), 2);
     }
 
     #[test]

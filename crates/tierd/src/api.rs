@@ -190,6 +190,29 @@ pub struct TenantStatus {
     /// Failed syscalls and cgroup writes, by operation.
     pub errors: BTreeMap<String, u64>,
     pub vm: bool,
+    /// The guest, when the tenant is a QEMU virtual machine.
+    #[serde(default)]
+    pub guest: Option<GuestStatus>,
+}
+
+/// A VM tenant's guest, as its QEMU process shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GuestStatus {
+    /// The QEMU process.
+    pub pid: u32,
+    /// Guest RAM (`-m`).
+    pub ram_bytes: u64,
+    /// Whether the mapping(s) holding guest RAM were found (not yet while QEMU starts).
+    pub ram_found: bool,
+    pub ram_mappings: usize,
+    /// Guest RAM in DRAM and on the tier.
+    pub ram_dram_bytes: u64,
+    pub ram_tier_bytes: u64,
+    /// `kvm` or `tcg` (software emulation), as QEMU was asked.
+    pub accel: String,
+    pub tierable: bool,
+    /// Why not, when not.
+    pub untierable: Vec<String>,
 }
 
 /// What a mover operation did.

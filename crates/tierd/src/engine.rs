@@ -331,7 +331,16 @@ impl Engine {
                     hugetlb += m.hugetlb;
                 }
             }
-            let pinned = locked + hugetlb;
+            let mut pinned = locked + hugetlb;
+            if t.spec.vm || t.guest.is_some() || t.guest_said.is_none() {
+                let pids: Vec<u32> = t.procs.iter().map(|p| p.pid()).collect();
+                t.guest = crate::guest::inspect(&self.proc, &pids);
+                say_guest(&mut self.events, &name, t);
+            }
+            // A guest QEMU pins stays in DRAM whole: a floor for the policy and admission.
+            if let Some(g) = t.guest.as_ref().filter(|g| !g.tierable) {
+                pinned = pinned.max(g.ram_bytes);
+            }
             let Ok(stats) = stats else {
                 t.count_error("cgroup stats");
                 continue;
@@ -987,7 +996,8 @@ impl Engine {
                 tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
                 reason: t.reason.clone(),
                 errors: t.errors.clone(),
-                vm: t.spec.vm,
+                vm: t.spec.vm || t.guest.is_some(),
+                guest: t.guest.clone(),
             })
             .collect();
         Status {
@@ -1076,6 +1086,45 @@ impl Engine {
 }
 
 /// Running tenants with failed operations, and how many.
+/// Says once what is known of a tenant's guest: found (with its RAM), not tierable
+/// (with why), or — for a tenant started with `--vm` — no QEMU seen.
+fn say_guest(events: &mut crate::events::Events, name: &TenantName, t: &mut Tenant) {
+    let now = match &t.guest {
+        Some(g) => (g.ram_found, g.tierable),
+        None => (false, true),
+    };
+    if t.guest_said == Some(now) {
+        return;
+    }
+    match &t.guest {
+        Some(g) if !g.tierable => events.warn(
+            Some(name.as_str()),
+            format!(
+                "VM guest RAM {} cannot be tiered: {}; it stays in DRAM and counts against the budget",
+                human(g.ram_bytes),
+                g.untierable.join("; ")
+            ),
+        ),
+        Some(g) if g.ram_found => events.info(
+            Some(name.as_str()),
+            format!(
+                "VM (QEMU pid {}, {}): guest RAM {} found in {} mapping(s), tiered",
+                g.pid,
+                g.accel,
+                human(g.ram_bytes),
+                g.ram_mappings
+            ),
+        ),
+        Some(_) => {}
+        None if t.spec.vm && t.is_running() && !t.procs.is_empty() => events.warn(
+            Some(name.as_str()),
+            "started as a VM (--vm), but none of its processes is QEMU (qemu-system-*): tiered as a plain process",
+        ),
+        None => {}
+    }
+    t.guest_said = Some(now);
+}
+
 fn tenant_errors(tenants: &[TenantStatus]) -> Vec<(String, u64)> {
     tenants
         .iter()

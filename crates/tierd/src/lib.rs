@@ -8,6 +8,7 @@
 pub mod api;
 pub mod engine;
 pub mod events;
+pub mod guest;
 pub mod history;
 pub mod http;
 pub mod metrics;

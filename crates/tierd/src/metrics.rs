@@ -69,7 +69,7 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 14] = [
+const TENANT_FAMILIES: [TenantFamily; 17] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
@@ -104,6 +104,15 @@ const TENANT_FAMILIES: [TenantFamily; 14] = [
     ("tierd_tenant_major_faults_per_second", "gauge", "Major faults per second.", |t| Some(t.major_faults_per_sec)),
     ("tierd_tenant_major_faults_total", "counter", "Major faults since the tenant started.", |t| {
         Some(t.major_faults as f64)
+    }),
+    ("tierd_tenant_guest_ram_bytes", "gauge", "A VM tenant's guest RAM (QEMU -m).", |t| {
+        t.guest.as_ref().map(|g| g.ram_bytes as f64)
+    }),
+    ("tierd_tenant_guest_ram_dram_bytes", "gauge", "A VM tenant's guest RAM in DRAM.", |t| {
+        t.guest.as_ref().filter(|g| g.ram_found).map(|g| g.ram_dram_bytes as f64)
+    }),
+    ("tierd_tenant_guest_ram_tier_bytes", "gauge", "A VM tenant's guest RAM on the tier.", |t| {
+        t.guest.as_ref().filter(|g| g.ram_found).map(|g| g.ram_tier_bytes as f64)
     }),
 ];
 
@@ -208,6 +217,7 @@ pub(crate) mod tests {
             reason: "active 150 B \"hot\"\nfine".into(),
             errors: [("pageout".to_string(), 3)].into(),
             vm: false,
+            guest: None,
         }
     }
 

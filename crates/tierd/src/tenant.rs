@@ -82,11 +82,15 @@ pub struct Tenant {
     pub fault_rates: VecDeque<f64>,
     /// When the policy last saw the tenant wake up (seconds since the epoch).
     pub woke_at: Option<f64>,
-    /// Regions prefetched lately, by (pid, start), with when: their pages wait in the
-    /// swap cache, still marked swapped, so they are not asked for again at once.
+    /// Regions prefetched lately, by (pid, start), with when: not asked for again
+    /// within the interval (between intervals the loop also runs early on a wake-up).
     pub prefetched: HashMap<(u32, u64), f64>,
     /// Major faults at the last between-interval look (see `Engine::fault_watch`).
     pub watch: Option<(Instant, u64)>,
+    /// Its guest, when the tenant is a QEMU VM.
+    pub guest: Option<crate::api::GuestStatus>,
+    /// What was last said about the guest (found, tierable), so it is said once.
+    pub guest_said: Option<(bool, bool)>,
 }
 
 impl Tenant {
@@ -107,6 +111,8 @@ impl Tenant {
             woke_at: None,
             prefetched: HashMap::new(),
             watch: None,
+            guest: None,
+            guest_said: None,
         }
     }
 

@@ -68,6 +68,19 @@ enum Cmd {
         /// Scenarios to run (default: all): steady, wake-up, noisy-neighbour, contention.
         scenarios: Vec<String>,
     },
+    /// Live migration of a tiered VM against the same VM all in DRAM: QEMU's total
+    /// time and downtime, and the guest's throughput during it (~4 minutes per mode).
+    /// Needs the test guest (scripts/guest.sh). Writes vm.json and vm.md to --out.
+    Vm {
+        #[arg(long, default_value = "bench/results")]
+        out: std::path::PathBuf,
+        /// Modes, comma-separated: dram, tierd, tierd-prefetch.
+        #[arg(long, default_value = "dram,tierd,tierd-prefetch")]
+        modes: String,
+        /// Use hardware virtualization (KVM) instead of software emulation.
+        #[arg(long)]
+        kvm: bool,
+    },
     /// Time `/metrics` scrapes against a tierd with many tenants (goal: under 50 ms
     /// with 50). Writes metrics.json and metrics.md to --out.
     Metrics {
@@ -147,6 +160,23 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 let line: Vec<String> =
                     s.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();
                 println!("{:<16} {}", s.name, line.join("  "));
+            }
+            println!("results in {}", out.display());
+            Ok(0)
+        }
+        Cmd::Vm { out, modes, kvm } => {
+            tierd_bench::harness::catch_interrupts()?;
+            let modes: Vec<String> = modes.split(',').map(str::to_string).collect();
+            let r = tierd_bench::vm_bench::run(&out, &modes, kvm)?;
+            for m in &r.migrations {
+                println!(
+                    "{:<15} total {:>6.1} s  downtime {:>5} ms  guest throughput during {:.2}  verified {}",
+                    m.mode,
+                    m.total_ms as f64 / 1000.0,
+                    m.downtime_ms,
+                    m.relative_throughput_during,
+                    m.guest_verified
+                );
             }
             println!("results in {}", out.display());
             Ok(0)

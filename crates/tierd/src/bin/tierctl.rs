@@ -409,12 +409,61 @@ fn print_status(s: &Status) {
             t.major_faults_per_sec
         );
     }
+    let guests: Vec<String> =
+        s.tenants.iter().filter_map(|t| t.guest.as_ref().map(|g| guest_line(&t.name, g, t.active_bytes))).collect();
+    if !guests.is_empty() {
+        println!();
+        for g in guests {
+            println!("{g}");
+        }
+    }
+}
+
+/// One VM tenant's guest: its RAM, where that is, and whether it can be tiered.
+fn guest_line(name: &str, g: &tierd::api::GuestStatus, active: Option<u64>) -> String {
+    let head = format!("vm {name}: guest RAM {} ({}, QEMU pid {})", human(g.ram_bytes), g.accel, g.pid);
+    if !g.tierable {
+        return format!("{head}, not tierable: {}", g.untierable.join("; "));
+    }
+    if !g.ram_found {
+        return format!("{head}, guest RAM not mapped yet");
+    }
+    format!(
+        "{head}: DRAM {}, tier {}, active {} (of the whole QEMU process)",
+        human(g.ram_dram_bytes),
+        human(g.ram_tier_bytes),
+        opt(active)
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use tierd_core::size::GIB;
+
+    #[test]
+    fn guest_lines_say_where_guest_ram_is_or_why_it_stays_in_dram() {
+        let mut g = tierd::api::GuestStatus {
+            pid: 7,
+            ram_bytes: GIB,
+            ram_found: true,
+            ram_mappings: 1,
+            ram_dram_bytes: GIB / 4,
+            ram_tier_bytes: 3 * GIB / 4,
+            accel: "tcg".into(),
+            tierable: true,
+            untierable: Vec::new(),
+        };
+        assert_eq!(
+            guest_line("web", &g, Some(GIB / 8)),
+            "vm web: guest RAM 1 GiB (tcg, QEMU pid 7): DRAM 256 MiB, tier 768 MiB, active 128 MiB (of the whole QEMU process)"
+        );
+        g.tierable = false;
+        g.untierable = vec!["device pass-through (vfio-pci) pins all guest RAM for DMA; it must stay in DRAM".into()];
+        assert!(guest_line("web", &g, None).ends_with(
+            "not tierable: device pass-through (vfio-pci) pins all guest RAM for DMA; it must stay in DRAM"
+        ));
+    }
 
     #[test]
     fn health_lines_give_advice_only_when_not_green() {

@@ -1,0 +1,197 @@
+//! Real-kernel tests of VM tenants: a small Linux guest booted by QEMU (software
+//! emulation here; the same command line with `-enable-kvm` where the host has it)
+//! runs tierd-bench's workload in its own memory at 2x overcommit. Its cold memory
+//! must move to the tier, its hot memory stay in DRAM, and the guest must keep every
+//! byte (its workload verifies what it reads, and all of its memory at the end).
+//!
+//! The guest is built by `scripts/guest.sh` (which `scripts/test.sh` runs). Without
+//! it the tests say so and pass, unless `TIERD_REQUIRE_GUEST=1` (as in CI).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::*;
+
+/// The guest kernel and initramfs, or `None` (with the reason said) when not built.
+fn guest_image() -> Option<(PathBuf, PathBuf)> {
+    let dir = tierd_bin().parent().unwrap().parent().unwrap().join("guest");
+    let (kernel, initrd) = (dir.join("vmlinuz"), dir.join("initrd.img"));
+    let qemu = std::process::Command::new("qemu-system-x86_64").arg("--version").output().is_ok();
+    if kernel.exists() && initrd.exists() && qemu {
+        return Some((kernel, initrd));
+    }
+    let why = format!("no guest image in {} or no qemu-system-x86_64: run scripts/guest.sh", dir.display());
+    assert!(std::env::var("TIERD_REQUIRE_GUEST").is_err(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// The QEMU command line of a guest with `ram` MiB running `workload` (its arguments).
+fn qemu(kernel: &Path, initrd: &Path, ram: u64, workload: &str, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "qemu-system-x86_64",
+        "-machine",
+        "pc",
+        "-accel",
+        "tcg,tb-size=64",
+        "-smp",
+        "1",
+        "-m",
+        &format!("{ram}M"),
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+        "-monitor",
+        "none",
+        "-no-reboot",
+        "-kernel",
+        &kernel.to_string_lossy(),
+        "-initrd",
+        &initrd.to_string_lossy(),
+        "-append",
+        &format!("console=ttyS0 quiet panic=-1 workload=\"{workload}\""),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// The guest workload's JSON reports, from the serial console.
+fn reports(d: &Daemon, name: &str) -> Vec<Value> {
+    d.tenant_stdout(name)
+        .lines()
+        .map(|l| l.trim_matches(['\r', '\n', ' ']))
+        .filter(|l| l.starts_with("{\"t\""))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn guest(t: &Value) -> &Value {
+    &t["guest"]
+}
+
+#[test]
+fn a_guest_at_2x_keeps_its_hot_memory_in_dram_and_its_cold_memory_on_the_tier() {
+    let Some((kernel, initrd)) = guest_image() else { return };
+    let _g = serial();
+    // 768 MiB of guest RAM (plus QEMU's own) on 384 MiB of DRAM: 2x.
+    let mut d = Daemon::start(&[
+        "--policy",
+        "tierd",
+        "--dram-budget",
+        "384M",
+        "--ratio",
+        "2",
+        "--interval",
+        "2s",
+        "--window",
+        "16s",
+    ]);
+    let argv = qemu(&kernel, &initrd, 768, "--size 560M --hot 48M --phase active:100s --json --report 2s", &[]);
+    let mut args = vec!["run", "--vm", "--name", "vm", "--size", "840M", "--"];
+    args.extend(argv.iter().map(String::as_str));
+    d.ctl(&args);
+
+    wait_for("the guest RAM mapping", Duration::from_secs(30), || guest(&d.tenant("vm"))["ram_found"] == true);
+    let t = d.tenant("vm");
+    let g = guest(&t);
+    assert_eq!(g["ram_bytes"], 768 * MIB, "{t:#}");
+    assert_eq!(g["accel"], "tcg");
+    assert_eq!(g["tierable"], true, "{t:#}");
+    assert_eq!(t["vm"], true);
+    assert!(d.ctl(&["status"]).contains("vm vm: guest RAM 768 MiB (tcg"), "{}", d.ctl(&["status"]));
+
+    // Booted and filled its memory: the workload reports.
+    wait_for("the guest workload's first reports", Duration::from_secs(120), || reports(&d, "vm").len() >= 3);
+    let early: Vec<f64> = reports(&d, "vm").iter().take(3).map(|r| r["ops_per_sec"].as_f64().unwrap()).collect();
+
+    // Cold guest memory goes to the tier.
+    wait_for("cold guest RAM on the tier", Duration::from_secs(60), || {
+        guest(&d.tenant("vm"))["ram_tier_bytes"].as_u64().unwrap() >= 300 * MIB
+    });
+    // Hot memory stays: after a few windows the guest hardly faults and runs as fast
+    // as when it was all in DRAM (software emulation on a shared machine: a wide margin).
+    std::thread::sleep(Duration::from_secs(30));
+    let t = d.tenant("vm");
+    assert!(guest(&t)["ram_dram_bytes"].as_u64().unwrap() <= 420 * MIB, "{t:#}");
+    let faults = t["major_faults_per_sec"].as_f64().unwrap();
+    assert!(faults < 200.0, "the hot set faults from the tier: {faults}/s\n{t:#}");
+    let late: Vec<f64> = reports(&d, "vm").iter().rev().take(3).map(|r| r["ops_per_sec"].as_f64().unwrap()).collect();
+    let (e, l) = (early.iter().sum::<f64>() / 3.0, late.iter().sum::<f64>() / 3.0);
+    eprintln!(
+        "guest RAM: {} MiB in DRAM, {} MiB on the tier; {faults:.0} faults/s; {l:.0} ops/s late vs {e:.0} before tiering",
+        guest(&t)["ram_dram_bytes"].as_u64().unwrap() / MIB,
+        guest(&t)["ram_tier_bytes"].as_u64().unwrap() / MIB
+    );
+    assert!(l >= 0.5 * e, "guest throughput {l:.0} ops/s late vs {e:.0} before tiering");
+
+    // The guest ends its run, having verified all of its memory.
+    wait_for("the guest to finish", Duration::from_secs(180), || {
+        d.tenant_stdout("vm").contains("guest: workload exit")
+    });
+    let out = d.tenant_stdout("vm");
+    assert!(out.contains("guest: workload exit 0"), "{out}");
+    let summary = out.lines().map(|l| l.trim_matches(['\r', ' '])).find(|l| l.contains("\"summary\":true")).unwrap();
+    let s: Value = serde_json::from_str(summary).unwrap();
+    assert_eq!(s["verified_pages"], 560 * MIB / 4096, "{s:#}");
+}
+
+#[test]
+fn a_guest_with_locked_memory_is_reported_not_tierable_and_kept_in_dram() {
+    let Some((kernel, initrd)) = guest_image() else { return };
+    let _g = serial();
+    let mut d = Daemon::start(&["--policy", "tierd", "--dram-budget", "1G", "--ratio", "1"]);
+    // Paused before booting (-S): QEMU has allocated and locked guest RAM already.
+    let argv = qemu(&kernel, &initrd, 128, "", &["-S", "-overcommit", "mem-lock=on"]);
+    let mut args = vec!["run", "--name", "locked", "--"];
+    args.extend(argv.iter().map(String::as_str));
+    d.ctl(&args);
+    wait_for("the guest to be seen", Duration::from_secs(30), || !guest(&d.tenant("locked")).is_null());
+    let t = d.tenant("locked");
+    assert_eq!(t["vm"], true, "recognised as a VM without --vm: {t:#}");
+    let g = guest(&t);
+    assert_eq!(g["tierable"], false, "{t:#}");
+    assert!(g["untierable"][0].as_str().unwrap().contains("-overcommit mem-lock=on"), "{t:#}");
+    wait_for("locked guest RAM counted as pinned", Duration::from_secs(30), || {
+        d.tenant("locked")["pinned_bytes"].as_u64().unwrap() >= 128 * MIB
+    });
+    assert!(d.ctl(&["status"]).contains("not tierable: guest RAM is locked in DRAM"));
+    assert!(d.ctl(&["events"]).contains("cannot be tiered"), "{}", d.ctl(&["events"]));
+}
+
+#[test]
+fn a_running_qemu_started_elsewhere_is_attached_as_a_vm() {
+    // As libvirt would: QEMU started by someone else, in a cgroup below tierd's.
+    let Some((kernel, initrd)) = guest_image() else { return };
+    let _g = serial();
+    let mut d = Daemon::start(&["--policy", "tierd", "--dram-budget", "1G", "--ratio", "1"]);
+    let argv = qemu(&kernel, &initrd, 192, "", &["-S"]);
+    let mut qemu = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = qemu.id();
+    d.tenant_pids.push(pid);
+    // QEMU maps guest RAM at start-up; wait until it has.
+    wait_for("QEMU to map its guest RAM", Duration::from_secs(30), || {
+        std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| m.lines().count() > 50)
+    });
+    d.ctl(&["attach", &pid.to_string(), "--name", "guest1", "--vm"]);
+    wait_for("the attached guest's RAM", Duration::from_secs(30), || guest(&d.tenant("guest1"))["ram_found"] == true);
+    let t = d.tenant("guest1");
+    assert_eq!(guest(&t)["ram_bytes"], 192 * MIB, "{t:#}");
+    assert_eq!(guest(&t)["pid"], pid);
+    assert_eq!(guest(&t)["tierable"], true);
+    assert!(d.ctl(&["events"]).contains("guest RAM 192 MiB found"), "{}", d.ctl(&["events"]));
+    d.ctl(&["detach", "guest1"]);
+    qemu.kill().unwrap();
+    qemu.wait().unwrap();
+}
