@@ -15,7 +15,8 @@
 //!   the recently hot regions, within the tenant's need;
 //! - **going quiet**: a tenant that touched under a quarter of its window average in
 //!   the last interval, and is not faulting, counts a quarter of its average, so the DRAM it
-//!   stopped using moves to a waking neighbour now rather than a window later;
+//!   stopped using moves to a waking neighbour now rather than a window later, and
+//!   its regions idle for two intervals are demoted (not after a window);
 //! - **huge pages**: hot regions that belong on huge pages but sit on small ones are
 //!   rebuilt with `MADV_COLLAPSE`, hottest first, at up to [`COLLAPSE_RATE`] and
 //!   within the room under the quota while the tenant faults from the tier;
@@ -81,6 +82,8 @@ struct Need {
     recently_woke: bool,
     /// Faulting from the tier at a jump in rate: its hot pages are there.
     faulting: bool,
+    /// Going quiet: what it stopped touching may go to the tier sooner.
+    quiet: bool,
     why: String,
 }
 
@@ -92,6 +95,7 @@ fn need(t: &TenantView, window: f64) -> Need {
             waking: false,
             recently_woke: false,
             faulting: false,
+            quiet: false,
             why: format!("not measured yet: taken as fully active ({})", human(size)),
         };
     };
@@ -162,7 +166,7 @@ fn need(t: &TenantView, window: f64) -> Need {
     if faulting && !waking {
         why += &format!("; faulting from the tier at {:.0}/s", t.tier_faults_per_sec);
     }
-    Need { bytes, waking, recently_woke, faulting, why: format!("{why} + headroom → needs {}", human(bytes)) }
+    Need { bytes, waking, recently_woke, faulting, quiet, why: format!("{why} + headroom → needs {}", human(bytes)) }
 }
 
 fn throttle_reason(snap: &Snapshot) -> Option<String> {
@@ -329,7 +333,18 @@ pub fn plan(snap: &Snapshot) -> Plan {
                     tp.reason += &format!("; prefetching {} in {} regions", human(bytes), tp.prefetch.len());
                 }
             } else if throttle.is_none() && t.dram > n.bytes {
-                let threshold = if short { window / 2.0 } else { window };
+                // A tenant going quiet touches its remaining hot set every interval:
+                // what it left two intervals ago is done with (a neighbour that swept
+                // and went back to a small hot set held its swept memory a whole
+                // window, and a tenant waking meanwhile had to wait for it to be
+                // written out).
+                let threshold = if n.quiet {
+                    (2.0 * snap.interval_secs).min(window)
+                } else if short {
+                    window / 2.0
+                } else {
+                    window
+                };
                 let budget = (t.dram - n.bytes).min((DEMOTE_RATE as f64 * snap.interval_secs) as u64);
                 tp.demote = cold_regions(&t.regions, threshold, budget);
                 if !tp.demote.is_empty() {
@@ -649,6 +664,26 @@ mod tests {
         full.dram = GIB;
         full.tier_faults_per_sec = WAKE_MIN_FAULTS;
         assert!(plan(&snap(GIB, vec![full])).tenant("a").unwrap().collapse.is_empty());
+    }
+
+    #[test]
+    fn a_tenant_going_quiet_has_what_it_left_two_intervals_ago_demoted() {
+        // Swept 400 MiB, now touches 40 MiB an interval: the swept regions, idle for
+        // 25 s (two and a half intervals), go to the tier now, not after a window.
+        let mut q = active(tenant("q", GIB), 400 * MIB);
+        q.activeness.as_mut().unwrap().last_interval_bytes = 40 * MIB;
+        q.dram = 560 * MIB;
+        q.regions = (0..200).map(|i| region(i * 2 * MIB, Some(25.0), 2 * MIB, 0)).collect();
+        q.regions.extend((200..220).map(|i| region(i * 2 * MIB, Some(1.0), 2 * MIB, 0)));
+        let p = plan(&snap(2 * GIB, vec![q.clone()]));
+        let tp = p.tenant("q").unwrap();
+        assert_eq!(tp.demote.len(), 200, "{}", tp.reason);
+        assert!(tp.demote.iter().all(|r| r.start < 400 * MIB), "the hot regions stay");
+        assert!(tp.reason.contains("idle ≥ 20 s"), "{}", tp.reason);
+        // A busy tenant with the same regions keeps them for a window.
+        q.activeness.as_mut().unwrap().last_interval_bytes = 400 * MIB;
+        let p = plan(&snap(2 * GIB, vec![q]));
+        assert!(p.tenant("q").unwrap().demote.is_empty(), "{}", p.tenant("q").unwrap().reason);
     }
 
     #[test]
