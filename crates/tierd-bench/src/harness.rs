@@ -203,9 +203,10 @@ impl Drop for Tierd {
         if let Ok(cg) = std::fs::read_to_string("/proc/self/cgroup")
             && let Some(own) = cg.lines().find_map(|l| l.split_once(":memory:").map(|x| x.1))
         {
-            tierd_sys::cgroup::remove_tree(
-                &Path::new("/sys/fs/cgroup/memory").join(own.trim_start_matches('/')).join(&self.cgroup_name),
-            );
+            let dir = Path::new("/sys/fs/cgroup/memory").join(own.trim_start_matches('/')).join(&self.cgroup_name);
+            if !tierd_sys::cgroup::remove_tree(&dir, Duration::from_secs(30)) {
+                eprintln!("tierd-bench: cgroup {} is still busy after 30 s; left behind", dir.display());
+            }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

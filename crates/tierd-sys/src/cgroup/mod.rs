@@ -93,13 +93,30 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Removes a cgroup directory and every cgroup below it, deepest first, ignoring
-/// errors (for teardown after tests and benchmarks: only empty cgroups go).
-pub fn remove_tree(dir: &Path) {
+/// Removes a cgroup directory and every cgroup below it, deepest first, retrying for
+/// up to `wait` while some are still busy: a process killed just before is still
+/// leaving its cgroup (a QEMU with locked memory took long enough that a test left
+/// its cgroup behind). For teardown after tests and benchmarks: only empty cgroups
+/// go. Returns whether `dir` is gone.
+pub fn remove_tree(dir: &Path, wait: std::time::Duration) -> bool {
+    let end = std::time::Instant::now() + wait;
+    loop {
+        remove_tree_once(dir);
+        if !dir.exists() {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn remove_tree_once(dir: &Path) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                remove_tree(&e.path());
+                remove_tree_once(&e.path());
             }
         }
     }
@@ -211,6 +228,33 @@ pub(crate) mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remove_tree_takes_empty_trees_and_waits_out_busy_ones() {
+        let t = tempfile::tempdir().unwrap();
+        let empty = t.path().join("tierd/tenants/a");
+        std::fs::create_dir_all(&empty).unwrap();
+        std::fs::create_dir_all(t.path().join("tierd/tenants/b")).unwrap();
+        assert!(remove_tree(&t.path().join("tierd"), std::time::Duration::ZERO));
+        assert!(!t.path().join("tierd").exists());
+        // A directory that cannot go (here: it holds a file; in cgroupfs, a process)
+        // is retried until the wait is over, then reported.
+        let busy = t.path().join("busy/tenants/a");
+        std::fs::create_dir_all(&busy).unwrap();
+        std::fs::write(busy.join("task"), "1").unwrap();
+        let start = std::time::Instant::now();
+        assert!(!remove_tree(&t.path().join("busy"), std::time::Duration::from_millis(300)));
+        assert!(start.elapsed() >= std::time::Duration::from_millis(300));
+        assert!(busy.exists());
+        // Once it empties within the wait, it goes.
+        let path = busy.join("task");
+        let remover = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            std::fs::remove_file(path).unwrap();
+        });
+        assert!(remove_tree(&t.path().join("busy"), std::time::Duration::from_secs(10)));
+        remover.join().unwrap();
+    }
 
     #[test]
     fn relative_paths_stay_inside() {

@@ -295,6 +295,9 @@ impl Drop for Daemon {
         for dev in self.owned_loops() {
             let _ = Command::new("losetup").arg("-d").arg(&dev).status();
         }
-        tierd_sys::cgroup::remove_tree(&self.cgroup_dir());
+        let dir = self.cgroup_dir();
+        if !tierd_sys::cgroup::remove_tree(&dir, Duration::from_secs(30)) {
+            eprintln!("warning: cgroup {} is still busy after 30 s; left behind", dir.display());
+        }
     }
 }
