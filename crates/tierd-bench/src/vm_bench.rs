@@ -46,7 +46,8 @@ pub struct GuestImage {
 }
 
 impl GuestImage {
-    /// `target/guest`, beside the directory of the running binary's profile.
+    /// `target/guest`, beside the directory of the running binary's profile, and the
+    /// QEMU that boots it; the error says how to get them.
     pub fn find() -> anyhow::Result<GuestImage> {
         let exe = std::env::current_exe()?;
         let dir = exe.parent().and_then(Path::parent).context("no target directory")?.join("guest");
@@ -54,6 +55,7 @@ impl GuestImage {
         if !img.kernel.exists() || !img.initrd.exists() {
             bail!("no test guest in {}: build it with scripts/guest.sh", dir.display());
         }
+        qemu_version()?;
         Ok(img)
     }
 
@@ -286,13 +288,18 @@ fn migrate_once(img: &GuestImage, mode: &'static str, kvm: bool) -> anyhow::Resu
     })
 }
 
-pub fn run(out: &Path, modes: &[String], kvm: bool) -> anyhow::Result<VmResults> {
-    let img = GuestImage::find()?;
-    let qemu_version = Command::new("qemu-system-x86_64")
+/// The first line of `qemu-system-x86_64 --version`.
+fn qemu_version() -> anyhow::Result<String> {
+    Command::new("qemu-system-x86_64")
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string())
-        .context("qemu-system-x86_64 not found: scripts/guest.sh installs it")?;
+        .context("qemu-system-x86_64 not found: scripts/guest.sh installs it")
+}
+
+pub fn run(out: &Path, modes: &[String], kvm: bool) -> anyhow::Result<VmResults> {
+    let img = GuestImage::find()?;
+    let qemu_version = qemu_version()?;
     let mut res = VmResults {
         run: RunInfo::collect(),
         guest_ram_bytes: GUEST_RAM_MIB * MIB,

@@ -234,9 +234,7 @@ impl Engine {
         self.measure(true);
         if self.cfg.policy == PolicyKind::Tierd {
             let ((), secs) = mover::timed(|| self.track());
-            if secs >= SLOW_STEP_SECS {
-                self.events.warn(None, format!("control loop: activeness tracking took {secs:.1} s"));
-            }
+            warn_if_slow(&mut self.events, None, secs, || "activeness tracking".into());
         }
         self.sample_io();
         let snap = self.snapshot();
@@ -332,7 +330,9 @@ impl Engine {
                 }
             }
             let mut pinned = locked + hugetlb;
-            if t.spec.vm || t.guest.is_some() || t.guest_said.is_none() {
+            // Once per interval (smaps walks the guest's page tables), and for a
+            // tenant not known as a VM only until it has been looked at once.
+            if rates && (t.spec.vm || t.guest.is_some() || t.guest_said.is_none()) {
                 let pids: Vec<u32> = t.procs.iter().map(|p| p.pid()).collect();
                 t.guest = crate::guest::inspect(&self.proc, &pids);
                 say_guest(&mut self.events, &name, t);
@@ -533,12 +533,9 @@ impl Engine {
             };
             if changed {
                 let (set, secs) = mover::timed(|| self.cg.set_limit(&rel, tp.quota));
-                if secs >= SLOW_STEP_SECS {
-                    self.events.warn(
-                        Some(tp.name.as_str()),
-                        format!("control loop: setting quota {} took {secs:.1} s", show_quota(tp.quota)),
-                    );
-                }
+                warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
+                    format!("setting quota {}", show_quota(tp.quota))
+                });
                 match set {
                     Ok(()) => {
                         // Estimates wobble: every change is applied, but only a change of
@@ -568,17 +565,14 @@ impl Engine {
                 t.woke_at = Some(now);
             }
             let ((demoted, prefetched, collapsed), secs) = mover::timed(|| self.carry_out_moves(tp));
-            if secs >= SLOW_STEP_SECS {
-                self.events.warn(
-                    Some(tp.name.as_str()),
-                    format!(
-                        "control loop: page moves took {secs:.1} s ({} demote, {} prefetch, {} collapse ranges)",
-                        tp.demote.len(),
-                        tp.prefetch.len(),
-                        tp.collapse.len()
-                    ),
-                );
-            }
+            warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
+                format!(
+                    "page moves ({} demote, {} prefetch, {} collapse ranges)",
+                    tp.demote.len(),
+                    tp.prefetch.len(),
+                    tp.collapse.len()
+                )
+            });
             let t = self.tenants.get_mut(&tp.name).expect("checked above");
             let mut did = Vec::new();
             if tp.woke {
@@ -1085,10 +1079,16 @@ impl Engine {
     }
 }
 
-/// Running tenants with failed operations, and how many.
+/// Warns when a control-loop step took [`SLOW_STEP_SECS`] or more.
+fn warn_if_slow(events: &mut Events, tenant: Option<&str>, secs: f64, what: impl FnOnce() -> String) {
+    if secs >= SLOW_STEP_SECS {
+        events.warn(tenant, format!("control loop: {} took {secs:.1} s", what()));
+    }
+}
+
 /// Says once what is known of a tenant's guest: found (with its RAM), not tierable
 /// (with why), or — for a tenant started with `--vm` — no QEMU seen.
-fn say_guest(events: &mut crate::events::Events, name: &TenantName, t: &mut Tenant) {
+fn say_guest(events: &mut Events, name: &TenantName, t: &mut Tenant) {
     let now = match &t.guest {
         Some(g) => (g.ram_found, g.tierable),
         None => (false, true),
@@ -1125,6 +1125,7 @@ fn say_guest(events: &mut crate::events::Events, name: &TenantName, t: &mut Tena
     t.guest_said = Some(now);
 }
 
+/// Running tenants with failed operations, and how many.
 fn tenant_errors(tenants: &[TenantStatus]) -> Vec<(String, u64)> {
     tenants
         .iter()

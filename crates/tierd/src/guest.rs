@@ -51,8 +51,10 @@ fn inspect_qemu(proc: &ProcFs, pid: u32, argv: &[String]) -> GuestStatus {
             "guest RAM is shared memory (share=on or memory-backend-memfd): tierd tiers private memory only".into(),
         );
     }
+    // Locked memory the command line does not explain (QEMU locks it for mem-lock and
+    // device pass-through, both said above).
     let locked = proc.memory(pid).map_or(0, |m| m.locked);
-    if locked > 0 && !untierable.iter().any(|w| w.contains("lock") || w.contains("pass-through")) {
+    if locked > 0 && untierable.is_empty() {
         untierable.push(format!("{} of QEMU's memory is locked (VmLck)", human(locked)));
     }
     GuestStatus {

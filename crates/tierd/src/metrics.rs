@@ -76,9 +76,12 @@ const TENANT_FAMILIES: [TenantFamily; 17] = [
     ("tierd_tenant_huge_bytes", "gauge", "DRAM the tenant holds on transparent huge pages.", |t| {
         Some(t.huge_bytes as f64)
     }),
-    ("tierd_tenant_pinned_bytes", "gauge", "Memory that cannot be tiered (mlocked, hugetlbfs).", |t| {
-        Some(t.pinned_bytes as f64)
-    }),
+    (
+        "tierd_tenant_pinned_bytes",
+        "gauge",
+        "Memory that cannot be tiered (mlocked, hugetlbfs, guest RAM QEMU pins).",
+        |t| Some(t.pinned_bytes as f64),
+    ),
     ("tierd_tenant_active_bytes", "gauge", "Memory the tenant touched within the window.", |t| {
         t.active_bytes.map(|v| v as f64)
     }),

@@ -9,57 +9,27 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 use support::*;
 
-/// The guest kernel and initramfs, or `None` (with the reason said) when not built.
-fn guest_image() -> Option<(PathBuf, PathBuf)> {
-    let dir = tierd_bin().parent().unwrap().parent().unwrap().join("guest");
-    let (kernel, initrd) = (dir.join("vmlinuz"), dir.join("initrd.img"));
-    let qemu = std::process::Command::new("qemu-system-x86_64").arg("--version").output().is_ok();
-    if kernel.exists() && initrd.exists() && qemu {
-        return Some((kernel, initrd));
+/// The QEMU command line of the test guest with `ram` MiB running `workload` (its
+/// arguments), from `tierd-bench guest-command`; `None` (the reason said) when the
+/// guest or QEMU is missing.
+fn qemu(ram: u64, workload: &str, extra: &[&str]) -> Option<Vec<String>> {
+    let out = std::process::Command::new(bench_bin())
+        .args(["guest-command", "--ram", &format!("{ram}M"), &format!("--workload={workload}"), "--"])
+        .args(extra)
+        .output()
+        .unwrap();
+    if out.status.success() {
+        return Some(String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect());
     }
-    let why = format!("no guest image in {} or no qemu-system-x86_64: run scripts/guest.sh", dir.display());
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
     assert!(std::env::var("TIERD_REQUIRE_GUEST").is_err(), "{why}");
     eprintln!("skipped: {why}");
     None
-}
-
-/// The QEMU command line of a guest with `ram` MiB running `workload` (its arguments).
-fn qemu(kernel: &Path, initrd: &Path, ram: u64, workload: &str, extra: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = [
-        "qemu-system-x86_64",
-        "-machine",
-        "pc",
-        "-accel",
-        "tcg,tb-size=64",
-        "-smp",
-        "1",
-        "-m",
-        &format!("{ram}M"),
-        "-display",
-        "none",
-        "-serial",
-        "stdio",
-        "-monitor",
-        "none",
-        "-no-reboot",
-        "-kernel",
-        &kernel.to_string_lossy(),
-        "-initrd",
-        &initrd.to_string_lossy(),
-        "-append",
-        &format!("console=ttyS0 quiet panic=-1 workload=\"{workload}\""),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    v.extend(extra.iter().map(|s| s.to_string()));
-    v
 }
 
 /// The guest workload's JSON reports, from the serial console.
@@ -78,7 +48,7 @@ fn guest(t: &Value) -> &Value {
 
 #[test]
 fn a_guest_at_2x_keeps_its_hot_memory_in_dram_and_its_cold_memory_on_the_tier() {
-    let Some((kernel, initrd)) = guest_image() else { return };
+    let Some(argv) = qemu(768, "--size 560M --hot 48M --phase active:100s --json --report 2s", &[]) else { return };
     let _g = serial();
     // 768 MiB of guest RAM (plus QEMU's own) on 384 MiB of DRAM: 2x.
     let mut d = Daemon::start(&[
@@ -93,7 +63,6 @@ fn a_guest_at_2x_keeps_its_hot_memory_in_dram_and_its_cold_memory_on_the_tier() 
         "--window",
         "16s",
     ]);
-    let argv = qemu(&kernel, &initrd, 768, "--size 560M --hot 48M --phase active:100s --json --report 2s", &[]);
     let mut args = vec!["run", "--vm", "--name", "vm", "--size", "840M", "--"];
     args.extend(argv.iter().map(String::as_str));
     d.ctl(&args);
@@ -144,11 +113,10 @@ fn a_guest_at_2x_keeps_its_hot_memory_in_dram_and_its_cold_memory_on_the_tier() 
 
 #[test]
 fn a_guest_with_locked_memory_is_reported_not_tierable_and_kept_in_dram() {
-    let Some((kernel, initrd)) = guest_image() else { return };
+    // Paused before booting (-S): QEMU has allocated and locked guest RAM already.
+    let Some(argv) = qemu(128, "", &["-S", "-overcommit", "mem-lock=on"]) else { return };
     let _g = serial();
     let mut d = Daemon::start(&["--policy", "tierd", "--dram-budget", "1G", "--ratio", "1"]);
-    // Paused before booting (-S): QEMU has allocated and locked guest RAM already.
-    let argv = qemu(&kernel, &initrd, 128, "", &["-S", "-overcommit", "mem-lock=on"]);
     let mut args = vec!["run", "--name", "locked", "--"];
     args.extend(argv.iter().map(String::as_str));
     d.ctl(&args);
@@ -168,10 +136,9 @@ fn a_guest_with_locked_memory_is_reported_not_tierable_and_kept_in_dram() {
 #[test]
 fn a_running_qemu_started_elsewhere_is_attached_as_a_vm() {
     // As libvirt would: QEMU started by someone else, in a cgroup below tierd's.
-    let Some((kernel, initrd)) = guest_image() else { return };
+    let Some(argv) = qemu(192, "", &["-S"]) else { return };
     let _g = serial();
     let mut d = Daemon::start(&["--policy", "tierd", "--dram-budget", "1G", "--ratio", "1"]);
-    let argv = qemu(&kernel, &initrd, 192, "", &["-S"]);
     let mut qemu = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(std::process::Stdio::null())

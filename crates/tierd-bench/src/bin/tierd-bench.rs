@@ -81,6 +81,21 @@ enum Cmd {
         #[arg(long)]
         kvm: bool,
     },
+    /// Print the QEMU command line that boots the test guest (scripts/guest.sh) with
+    /// its workload, one argument per line: for the VM tests, and to boot it by hand.
+    GuestCommand {
+        /// Guest RAM.
+        #[arg(long, default_value = "256M")]
+        ram: ByteSize,
+        /// `tierd-bench workload` arguments for the guest, e.g. "--size 128M --hot 16M".
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
+        workload: String,
+        #[arg(long)]
+        kvm: bool,
+        /// More QEMU arguments (after `--`).
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
     /// Time `/metrics` scrapes against a tierd with many tenants (goal: under 50 ms
     /// with 50). Writes metrics.json and metrics.md to --out.
     Metrics {
@@ -162,6 +177,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 println!("{:<16} {}", s.name, line.join("  "));
             }
             println!("results in {}", out.display());
+            Ok(0)
+        }
+        Cmd::GuestCommand { ram, workload, kvm, extra } => {
+            let img = tierd_bench::vm_bench::GuestImage::find()?;
+            for arg in img.qemu_argv(ram.0 >> 20, &workload, kvm, &extra) {
+                println!("{arg}");
+            }
             Ok(0)
         }
         Cmd::Vm { out, modes, kvm } => {

@@ -126,10 +126,6 @@ fn need(t: &TenantView, window: f64) -> Need {
         why += ": going quiet, a quarter of its average counts";
     }
     let mut active = measured;
-    // What it left on the tier when it went idle: the peak alone misses the part of
-    // its hot set that was on the tier while it was last busy (sampling sees resident
-    // pages only), and the woken tenant then came back a fault at a time.
-    let left = t.dram + recent_tier_bytes(&t.regions, window);
     if waking {
         active = active.max(a.peak_bytes);
         why = format!(
@@ -147,9 +143,15 @@ fn need(t: &TenantView, window: f64) -> Need {
         );
     }
     let mut bytes = active + headroom(active);
-    if (waking || recently_woke) && left > bytes {
-        bytes = left;
-        why += &format!(" or what it was using when it went idle, {}", human(left));
+    // What it left on the tier when it went idle: the peak alone misses the part of
+    // its hot set that was on the tier while it was last busy (sampling sees resident
+    // pages only), and the woken tenant then came back a fault at a time.
+    if waking || recently_woke {
+        let left = t.dram + recent_tier_bytes(&t.regions, window);
+        if left > bytes {
+            bytes = left;
+            why += &format!(" or what it was using when it went idle, {}", human(left));
+        }
     }
     // A tenant reading from the tier at a high rate needs more than it holds, whatever
     // the estimate says (under pressure, sampling sees less than is touched): grow it
