@@ -330,9 +330,10 @@ impl Engine {
                 }
             }
             let mut pinned = locked + hugetlb;
-            // Once per interval (smaps walks the guest's page tables), and for a
-            // tenant not known as a VM only until it has been looked at once.
-            if rates && (t.spec.vm || t.guest.is_some() || t.guest_said.is_none()) {
+            // For a tenant not known as a VM only until it has been looked at once. Also
+            // on status requests: the control loop can stall for seconds on a quota
+            // write, and a guest QEMU pins must be seen (and pinned) without waiting.
+            if t.spec.vm || t.guest.is_some() || t.guest_said.is_none() {
                 let pids: Vec<u32> = t.procs.iter().map(|p| p.pid()).collect();
                 t.guest = crate::guest::inspect(&self.proc, &pids);
                 say_guest(&mut self.events, &name, t);
