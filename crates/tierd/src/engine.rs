@@ -532,6 +532,11 @@ impl Engine {
                 (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
                 (a, b) => a != b,
             };
+            // A falling quota's demotions go first, so the regions the plan chose
+            // reach the tier whole before the kernel reclaims page by page at the cut.
+            let falling = changed && tp.quota.is_some_and(|b| t.quota.is_none_or(|a| b < a));
+            let early = falling.then(|| self.moves(tp));
+            let Some(t) = self.tenants.get_mut(&tp.name) else { continue };
             if changed {
                 let (set, secs) = mover::timed(|| self.cg.set_limit(&rel, tp.quota));
                 warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
@@ -565,15 +570,10 @@ impl Engine {
             if tp.woke {
                 t.woke_at = Some(now);
             }
-            let ((demoted, prefetched, collapsed), secs) = mover::timed(|| self.carry_out_moves(tp));
-            warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
-                format!(
-                    "page moves ({} demote, {} prefetch, {} collapse ranges)",
-                    tp.demote.len(),
-                    tp.prefetch.len(),
-                    tp.collapse.len()
-                )
-            });
+            let (demoted, prefetched, collapsed) = match early {
+                Some(m) => m,
+                None => self.moves(tp),
+            };
             let t = self.tenants.get_mut(&tp.name).expect("checked above");
             let mut did = Vec::new();
             if tp.woke {
@@ -594,6 +594,20 @@ impl Engine {
                 self.events.decision(Some(tp.name.as_str()), msg);
             }
         }
+    }
+
+    /// [`Self::carry_out_moves`], with a warning when it holds up the control loop.
+    fn moves(&mut self, tp: &tierd_core::plan::TenantPlan) -> (u64, u64, usize) {
+        let (moved, secs) = mover::timed(|| self.carry_out_moves(tp));
+        warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
+            format!(
+                "page moves ({} demote, {} prefetch, {} collapse ranges)",
+                tp.demote.len(),
+                tp.prefetch.len(),
+                tp.collapse.len()
+            )
+        });
+        moved
     }
 
     /// Carries out a tenant plan's page moves; returns bytes demoted, bytes prefetched

@@ -334,23 +334,37 @@ pub fn plan(snap: &Snapshot) -> Plan {
                         t.regions.iter().filter(|r| tp.prefetch.contains(&r.range)).map(|r| r.tier_bytes).sum();
                     tp.reason += &format!("; prefetching {} in {} regions", human(bytes), tp.prefetch.len());
                 }
-            } else if throttle.is_none() && t.dram > n.bytes {
+            } else if throttle.is_none() && t.dram > n.bytes.min(quota) {
                 // A tenant going quiet touches its remaining hot set every interval:
                 // what it left two intervals ago is done with (a neighbour that swept
                 // and went back to a small hot set held its swept memory a whole
                 // window, and a tenant waking meanwhile had to wait for it to be
                 // written out).
-                let threshold = if n.quiet {
+                //
+                // A quota cut below what a tenant holds makes the kernel reclaim the
+                // difference anyway, a page at a time from its LRU, scattering each
+                // region over the swap area. Its coldest regions are demoted whole
+                // instead, before the cut (the engine does these first), so each lands
+                // in a run of swap slots and a later prefetch reads it back sequentially.
+                let cut = t.dram.saturating_sub(quota);
+                let threshold = if cut > 0 {
+                    0.0
+                } else if n.quiet {
                     (2.0 * snap.interval_secs).min(window)
                 } else if short {
                     window / 2.0
                 } else {
                     window
                 };
-                let budget = (t.dram - n.bytes).min((DEMOTE_RATE as f64 * snap.interval_secs) as u64);
+                let budget =
+                    t.dram.saturating_sub(n.bytes).max(cut).min((DEMOTE_RATE as f64 * snap.interval_secs) as u64);
                 tp.demote = cold_regions(&t.regions, threshold, budget);
                 if !tp.demote.is_empty() {
-                    tp.reason += &format!("; demoting {} regions idle ≥ {:.0} s", tp.demote.len(), threshold);
+                    if cut > 0 {
+                        tp.reason += &format!("; demoting its {} coldest regions ahead of the cut", tp.demote.len());
+                    } else {
+                        tp.reason += &format!("; demoting {} regions idle ≥ {:.0} s", tp.demote.len(), threshold);
+                    }
                 }
             }
             // While it faults from the tier, only within the room under its quota: a
@@ -686,6 +700,28 @@ mod tests {
         q.activeness.as_mut().unwrap().last_interval_bytes = 400 * MIB;
         let p = plan(&snap(2 * GIB, vec![q]));
         assert!(p.tenant("q").unwrap().demote.is_empty(), "{}", p.tenant("q").unwrap().reason);
+    }
+
+    #[test]
+    fn a_quota_cut_below_what_a_tenant_holds_demotes_its_coldest_regions_first() {
+        // `a` holds 900 MiB but is active in 300 MiB; `b` needs 600 MiB more than it
+        // has. The cut takes `a` to about 350 MiB: its regions idle 8 s (under any
+        // idleness threshold) go whole, coldest first, the hot 300 MiB stays.
+        let mut a = active(tenant("a", GIB), 300 * MIB);
+        a.dram = 900 * MIB;
+        a.regions = (0..150).map(|i| region(i * 2 * MIB, Some(1.0), 2 * MIB, 0)).collect();
+        a.regions.extend((150..450).map(|i| region(i * 2 * MIB, Some(8.0), 2 * MIB, 0)));
+        let b = active(tenant("b", GIB), 600 * MIB);
+        let p = plan(&snap(GIB, vec![a.clone(), b.clone()]));
+        let tp = p.tenant("a").unwrap();
+        let cut = a.dram - tp.quota.unwrap();
+        let demoted = tp.demote.len() as u64 * 2 * MIB;
+        assert!(demoted + 2 * MIB > cut && demoted <= cut, "demoted {demoted} for a cut of {cut}: {}", tp.reason);
+        assert!(tp.demote.iter().all(|r| r.start >= 300 * MIB), "the hot regions stay");
+        assert!(tp.reason.contains("ahead of the cut"), "{}", tp.reason);
+        // Alone, `a` keeps what it holds: no cut, and 8 s is not idle enough to demote.
+        let p = plan(&snap(2 * GIB, vec![a]));
+        assert!(p.tenant("a").unwrap().demote.is_empty(), "{}", p.tenant("a").unwrap().reason);
     }
 
     #[test]
