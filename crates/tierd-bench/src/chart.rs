@@ -125,15 +125,23 @@ pub fn lines(
     s
 }
 
-/// Grouped bars: one group per category, one bar per series.
+/// Grouped bars: one group per category, one bar per series; `whiskers` (per series,
+/// per category: low, high), when given, draws each bar's range.
 pub fn bars(
     title: &str,
     y_label: &str,
     categories: &[String],
     series: &[(&str, Vec<f64>)],
+    whiskers: &[Vec<(f64, f64)>],
     guide: Option<f64>,
 ) -> String {
-    let y_max = series.iter().flat_map(|(_, v)| v.iter().copied()).chain(guide).fold(1e-9, f64::max) * 1.15;
+    let y_max = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .chain(whiskers.iter().flatten().map(|w| w.1))
+        .chain(guide)
+        .fold(1e-9, f64::max)
+        * 1.15;
     let mut s = frame(title, "", y_label, y_max);
     let sy = |y: f64| H - BOTTOM - (H - BOTTOM - TOP) * y / y_max;
     let group_w = (W - RIGHT - LEFT) / categories.len().max(1) as f64;
@@ -152,6 +160,23 @@ pub fn bars(
                 COLOURS[i % COLOURS.len()],
                 fmt_num(v)
             );
+            if let Some(&(lo, hi)) = whiskers.get(i).and_then(|w| w.get(c))
+                && hi > lo
+            {
+                let mid = x + bar_w * 0.45;
+                let _ = writeln!(
+                    s,
+                    "<path d=\"M{mid:.1},{:.1}V{:.1}M{:.1},{:.1}h{:.1}M{:.1},{:.1}h{:.1}\" stroke=\"black\"/>",
+                    sy(lo),
+                    sy(hi),
+                    mid - 4.0,
+                    sy(lo),
+                    8.0,
+                    mid - 4.0,
+                    sy(hi),
+                    8.0
+                );
+            }
         }
         let _ = writeln!(
             s,
@@ -185,7 +210,17 @@ mod tests {
         assert!(l.starts_with("<svg") && l.ends_with("</svg>\n"));
         assert_eq!(l.matches("<polyline").count(), 2);
         assert!(l.contains("b&lt;"), "labels are escaped");
-        let b = bars("t", "x", &["one".into(), "two".into()], &[("m1", vec![1.0, 2.0]), ("m2", vec![3.0, 4.0])], None);
+        let b =
+            bars("t", "x", &["one".into(), "two".into()], &[("m1", vec![1.0, 2.0]), ("m2", vec![3.0, 4.0])], &[], None);
         assert_eq!(b.matches("<rect x=").count(), 4 + 2, "four bars and two legend keys");
+        let w = bars(
+            "t",
+            "x",
+            &["one".into()],
+            &[("m1", vec![1.0]), ("m2", vec![2.0])],
+            &[vec![(0.9, 1.1)], vec![(2.0, 2.0)]],
+            None,
+        );
+        assert_eq!(w.matches("<path").count(), 1, "a whisker where the range is not empty");
     }
 }

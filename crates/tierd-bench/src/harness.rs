@@ -211,3 +211,105 @@ impl Drop for Tierd {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Read limits that make the tier device behave like a slower one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Throttle {
+    pub read_iops: u64,
+    pub read_bytes_per_sec: u64,
+    /// Seconds into the run before the limits apply: tenants fill and settle on the
+    /// fast tier first, so what is measured is the slow tier's effect on the phase
+    /// that follows, not on the set-up.
+    pub after_secs: u64,
+}
+
+impl Throttle {
+    /// A hard disk: 150 random reads a second, 150 MB/s sequential.
+    pub const fn hard_disk(after_secs: u64) -> Throttle {
+        Throttle { read_iops: 150, read_bytes_per_sec: 150_000_000, after_secs }
+    }
+}
+
+/// A blkio cgroup (cgroup v1) under our own whose members' reads of one device are
+/// throttled: the slow tier of DESIGN.md. Processes put in it go back to our own
+/// blkio cgroup, and the group is removed, when it is dropped.
+pub struct SlowTier {
+    dir: PathBuf,
+    parent: PathBuf,
+}
+
+/// The disk whose reads a throttle on `device` should limit, as `major:minor`. A loop
+/// device's reads are limited where they reach the disk under its backing file: there
+/// the loop driver has merged adjacent pages into one request, as a disk queue would,
+/// so sequential reads count as few I/Os (throttling the loop device itself counts
+/// every 4 KiB page as one, which no real disk does).
+pub fn throttle_target(device: &Path) -> anyhow::Result<(u32, u32, String)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = std::fs::metadata(device).with_context(|| format!("tier device {}", device.display()))?;
+    if !meta.file_type().is_block_device() {
+        bail!("a slow tier needs a block-device tier; {} is not one", device.display());
+    }
+    let name = device.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok();
+    let dev = match backing {
+        Some(f) => std::fs::metadata(f.trim()).with_context(|| format!("backing file of {name}"))?.dev(),
+        None => meta.rdev(),
+    };
+    let (mut major, mut minor) = (libc::major(dev), libc::minor(dev));
+    // Throttle rules take whole disks: a partition's limits go on its disk.
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if sys.join("partition").exists()
+        && let Ok(d) = std::fs::read_to_string(sys.join("../dev"))
+        && let Some((a, b)) = d.trim().split_once(':')
+    {
+        (major, minor) = (a.parse()?, b.parse()?);
+    }
+    let disk = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()))
+        .unwrap_or_else(|| format!("{major}:{minor}"));
+    Ok((major, minor, disk))
+}
+
+impl SlowTier {
+    pub fn new(device: &Path, th: Throttle) -> anyhow::Result<SlowTier> {
+        let (major, minor, _) = throttle_target(device)?;
+        let own = std::fs::read_to_string("/proc/self/cgroup")?
+            .lines()
+            .find_map(|l| l.split_once(":blkio:").map(|x| x.1.trim().to_string()))
+            .context("no blkio cgroup (v1) here: a slow tier cannot be emulated")?;
+        let parent = Path::new("/sys/fs/cgroup/blkio").join(own.trim_start_matches('/'));
+        let dir = parent.join(format!("tierd-bench-slow-{}-{}", std::process::id(), fastrand::u32(..)));
+        std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let g = SlowTier { dir, parent };
+        std::fs::write(g.dir.join("blkio.throttle.read_iops_device"), format!("{major}:{minor} {}", th.read_iops))?;
+        std::fs::write(
+            g.dir.join("blkio.throttle.read_bps_device"),
+            format!("{major}:{minor} {}", th.read_bytes_per_sec),
+        )?;
+        Ok(g)
+    }
+
+    /// Moves a process (all its threads) into the group.
+    pub fn add(&self, pid: u32) -> anyhow::Result<()> {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
+            .with_context(|| format!("moving {pid} into {}", self.dir.display()))
+    }
+}
+
+impl Drop for SlowTier {
+    fn drop(&mut self) {
+        // Only processes this benchmark put here (and their children) are members.
+        let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines() {
+            let _ = std::fs::write(self.parent.join("cgroup.procs"), pid);
+        }
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::fs::remove_dir(&self.dir).is_err() && self.dir.exists() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if self.dir.exists() {
+            eprintln!("tierd-bench: blkio cgroup {} is still busy; left behind", self.dir.display());
+        }
+    }
+}

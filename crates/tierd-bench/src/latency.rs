@@ -282,6 +282,7 @@ fn chart(r: &LatencyResults, s: &Settings) -> String {
         "ns per dependent load",
         &categories,
         &series,
+        &[],
         None,
     )
 }

@@ -12,6 +12,8 @@ pub struct RunInfo {
     pub memory_bytes: u64,
     pub command: String,
     pub tierd_version: String,
+    /// The source the binaries were built from (`git describe`, when run in the repository).
+    pub commit: String,
 }
 
 impl RunInfo {
@@ -31,19 +33,21 @@ impl RunInfo {
             memory_bytes: tierd_sys::procfs::ProcFs::new("/proc").mem_total().unwrap_or(0),
             command: std::env::args().collect::<Vec<_>>().join(" "),
             tierd_version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: sh("git describe --always --dirty 2>/dev/null"),
         }
     }
 
     /// A Markdown paragraph for the head of a report.
     pub fn markdown(&self) -> String {
         format!(
-            "Taken {} on `{}` (kernel {}, {} CPUs, {} RAM), tierd {}, with:\n\n```\n{}\n```\n",
+            "Taken {} on `{}` (kernel {}, {} CPUs, {} RAM), tierd {}{}, with:\n\n```\n{}\n```\n",
             self.date,
             self.host,
             self.kernel,
             self.cpus,
             tierd_core::size::human(self.memory_bytes),
             self.tierd_version,
+            if self.commit.is_empty() { String::new() } else { format!(" ({})", self.commit) },
             self.command
         )
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tierd_core::size::MIB;
 
-use crate::harness::{Tierd, sleep};
+use crate::harness::{SlowTier, Throttle, Tierd, sleep};
 use crate::machine::cpu_seconds;
 
 /// How memory is managed in a run.
@@ -74,10 +74,10 @@ impl Mode {
 /// One tenant of a scenario.
 #[derive(Debug, Clone)]
 pub struct TenantDef {
-    pub name: &'static str,
+    pub name: String,
     pub size: u64,
     pub hot: u64,
-    pub phases: &'static str,
+    pub phases: String,
     pub reserve: u64,
     pub shares: u32,
     pub report: &'static str,
@@ -86,12 +86,12 @@ pub struct TenantDef {
 }
 
 impl TenantDef {
-    pub fn new(name: &'static str, size_mib: u64, hot_mib: u64, phases: &'static str) -> TenantDef {
+    pub fn new(name: impl Into<String>, size_mib: u64, hot_mib: u64, phases: impl Into<String>) -> TenantDef {
         TenantDef {
-            name,
+            name: name.into(),
             size: size_mib * MIB,
             hot: hot_mib * MIB,
-            phases,
+            phases: phases.into(),
             reserve: 0,
             shares: 100,
             report: "1s",
@@ -151,6 +151,8 @@ pub struct Run {
     pub tierd_cpu_percent: f64,
     /// Decisions tierd logged (for the report's explanations).
     pub events: usize,
+    /// tierd's active-memory health colour near the end of the run.
+    pub health: String,
 }
 
 impl Run {
@@ -167,7 +169,7 @@ pub fn parse_reports(stdout: &str) -> Vec<Report> {
 pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyhow::Result<Tierd> {
     let mut t = Tierd::start(&mode.args(budget, ratio))?;
     for d in tenants {
-        let mut spec = tierd_core::tenant::TenantSpec::new(tierd_core::TenantName::new(d.name)?);
+        let mut spec = tierd_core::tenant::TenantSpec::new(tierd_core::TenantName::new(&d.name)?);
         spec.size = Some(d.size);
         spec.reserve = d.reserve;
         spec.shares = d.shares;
@@ -179,7 +181,7 @@ pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyh
             "--hot".into(),
             d.hot.to_string(),
             "--phase".into(),
-            d.phases.into(),
+            d.phases.clone(),
             "--json".into(),
             "--report".into(),
             d.report.into(),
@@ -193,19 +195,49 @@ pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyh
     Ok(t)
 }
 
-/// Runs `tenants` under a fresh tierd in `mode` for `secs` seconds after they start.
-pub fn run(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef], secs: u64) -> anyhow::Result<Run> {
+/// Runs `tenants` under a fresh tierd in `mode` for `secs` seconds after they start;
+/// with `slow`, tierd and the tenants read the tier through a throttled blkio cgroup
+/// (a hard-disk-like device).
+pub fn run(
+    mode: Mode,
+    budget: u64,
+    ratio: f64,
+    tenants: &[TenantDef],
+    secs: u64,
+    slow: Option<Throttle>,
+) -> anyhow::Result<Run> {
     let t = start(mode, budget, ratio, tenants)?;
     let pid = t.pid();
     let c0 = cpu_seconds(pid);
-    sleep(Duration::from_secs(secs))?;
+    let mut slept = 0;
+    let _slow = match slow {
+        Some(th) => {
+            slept = th.after_secs.min(secs);
+            sleep(Duration::from_secs(slept))?;
+            let st = t.status()?;
+            let g = SlowTier::new(&st.tier.swap_path, th)?;
+            g.add(pid)?;
+            for ts in &st.tenants {
+                for &p in &ts.pids {
+                    g.add(p)?;
+                }
+            }
+            Some(g)
+        }
+        None => None,
+    };
+    // Health is read a little before the end, while every tenant still runs.
+    let left = secs - slept;
+    sleep(Duration::from_secs(left.saturating_sub(5)))?;
+    let health = t.status().map(|s| s.active_health).unwrap_or_default();
+    sleep(Duration::from_secs(left.min(5)))?;
     let cpu = (cpu_seconds(pid) - c0) / secs as f64 * 100.0;
     let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
     let runs = tenants
         .iter()
-        .map(|d| TenantRun { name: d.name.into(), reports: parse_reports(&t.tenant_stdout(d.name)) })
+        .map(|d| TenantRun { name: d.name.clone(), reports: parse_reports(&t.tenant_stdout(&d.name)) })
         .collect();
-    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events })
+    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events, health })
 }
 
 #[cfg(test)]

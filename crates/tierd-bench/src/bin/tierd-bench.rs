@@ -56,17 +56,29 @@ enum Cmd {
         #[arg(long)]
         no_verify_all: bool,
     },
-    /// Benchmark the tierd policy against no limit, plain swap and static quotas in the
-    /// steady, wake-up, noisy-neighbour and contention scenarios. Writes policy.json,
-    /// policy.md and SVG charts to --out.
-    Policy {
+    /// The benchmark suite: each scenario in each mode side by side, repeated; writes
+    /// results.json, report.md and SVG charts to --out. Scenarios: density-2x,
+    /// active-sweep, wake-up, login-storm, overcommit-sweep, noisy-neighbour,
+    /// contention (all when none is named). A full run takes hours; the estimate is
+    /// printed first.
+    Run {
+        /// Scenarios to run (default: all).
+        scenarios: Vec<String>,
         #[arg(long, default_value = "bench/results")]
         out: std::path::PathBuf,
-        /// Modes to run, comma-separated (dram is the reference; keep it).
+        /// Modes, comma-separated: dram (no limit, the reference), swap (plain Linux
+        /// swap), static (fixed quotas), tierd (the policy).
         #[arg(long, default_value = "dram,swap,static,tierd")]
         modes: String,
-        /// Scenarios to run (default: all): steady, wake-up, noisy-neighbour, contention.
-        scenarios: Vec<String>,
+        /// Repetitions of every point in every mode (figures are medians).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Multiplies every memory size (DRAM budget, tenants, hot sets).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Print the plan and its estimated time, run nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Live migration of a tiered VM against the same VM all in DRAM: QEMU's total
     /// time and downtime, and the guest's throughput during it (~4 minutes per mode).
@@ -167,14 +179,28 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
-        Cmd::Policy { out, modes, scenarios } => {
+        Cmd::Run { scenarios, out, modes, reps, scale, dry_run } => {
             tierd_bench::harness::catch_interrupts()?;
             let modes = modes.split(',').map(tierd_bench::scenario::Mode::parse).collect::<anyhow::Result<Vec<_>>>()?;
-            let r = tierd_bench::policy_bench::run_all(&out, &scenarios, &modes)?;
-            for s in &r.scenarios {
+            let plan = tierd_bench::suite::Plan { scenarios, modes, reps, scale };
+            let chosen = tierd_bench::suite::choose(&plan)?;
+            let secs = tierd_bench::suite::estimate_secs(&chosen, &plan);
+            for c in &chosen {
+                let points: Vec<&str> = c.points.iter().map(|p| p.label.as_str()).collect();
+                eprintln!("{:<17} {}", c.name, points.join(", "));
+            }
+            eprintln!("about {} h {} min; results in {}", secs / 3600, secs % 3600 / 60, out.display());
+            if dry_run {
+                return Ok(0);
+            }
+            let r = tierd_bench::suite::run_plan(&out, &plan)?;
+            for p in &r.results {
                 let line: Vec<String> =
-                    s.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();
-                println!("{:<16} {}", s.name, line.join("  "));
+                    p.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();
+                println!("{:<26} {}", p.name, line.join("  "));
+            }
+            for g in tierd_bench::report::goals(&r) {
+                println!("{:<16} {:<10} {}", g.scenario, format!("{:?}", g.verdict), g.measured);
             }
             println!("results in {}", out.display());
             Ok(0)

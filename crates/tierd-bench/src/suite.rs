@@ -1,0 +1,733 @@
+//! `tierd-bench run`: the seeds' experiments re-run on Linux, each scenario in every
+//! mode side by side, repeated, with the median and spread of each figure.
+//!
+//! A scenario has one or more *points* (an overcommit level, an active-memory level, a
+//! number of tenants). Every point runs in every chosen mode `reps` times, modes
+//! interleaved within a repetition so slow drift of the machine hits all modes alike.
+//! Figures relative to `dram` use the median `dram` figure of the same point and run.
+
+use std::path::Path;
+
+use serde::Serialize;
+use tierd_core::size::{GIB, MIB};
+
+use crate::harness::{Throttle, interrupted};
+use crate::machine::{RunInfo, median};
+use crate::scenario::{Mode, Run, TenantDef, run};
+
+/// Most tenant memory a single point may use (DESIGN.md: the machines are shared).
+pub const MAX_TENANT_MEMORY: u64 = 8 * GIB;
+/// Loss at or under which a mode counts as sustaining a density (login-storm).
+pub const SUSTAINED_LOSS: f64 = 0.05;
+
+/// What a point measures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measure {
+    /// The measured tenants' throughput over `[from, to)` seconds of their own clock.
+    Steady { from: f64, to: f64 },
+    /// One tenant's recovery after its idle phase, over `secs` after it wakes, against
+    /// its throughput over `[base_from, base_to)` before idling (under `dram`).
+    WakeUp { tenant: String, secs: f64, base_from: f64, base_to: f64 },
+}
+
+/// One setting of a scenario.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub label: String,
+    pub budget: u64,
+    pub secs: u64,
+    pub tenants: Vec<TenantDef>,
+    pub measured: Vec<String>,
+    pub measure: Measure,
+    /// The tier throttled to a hard-disk-like device.
+    pub slow: Option<Throttle>,
+    /// Only these modes (e.g. the half-density point, where everything fits in DRAM).
+    pub only: Option<Vec<Mode>>,
+}
+
+impl Point {
+    fn steady(label: impl Into<String>, budget: u64, secs: u64, tenants: Vec<TenantDef>, from: f64, to: f64) -> Point {
+        Point {
+            label: label.into(),
+            budget,
+            secs,
+            measured: tenants.iter().map(|t| t.name.clone()).collect(),
+            tenants,
+            measure: Measure::Steady { from, to },
+            slow: None,
+            only: None,
+        }
+    }
+
+    fn runs_in(&self, mode: Mode) -> bool {
+        self.only.as_ref().is_none_or(|m| m.contains(&mode))
+    }
+
+    fn tenant_memory(&self) -> u64 {
+        self.tenants.iter().map(|t| t.size).sum()
+    }
+}
+
+#[derive(Debug)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub description: String,
+    pub points: Vec<Point>,
+}
+
+/// `n` tenants `prefix1..` of `size` MiB with `hot` MiB hot sets, active for `secs`.
+fn steady_tenants(prefix: &str, n: usize, size: u64, hot: u64, secs: u64) -> Vec<TenantDef> {
+    (1..=n).map(|i| TenantDef::new(format!("{prefix}{i}"), size, hot, format!("active:{secs}s"))).collect()
+}
+
+/// Scales a MiB figure, keeping at least 1 MiB.
+fn sc(mib: u64, scale: f64) -> u64 {
+    ((mib as f64 * scale).round() as u64).max(1)
+}
+
+/// Login-storm phases for tenant `i` of `n`: turns of `on` seconds active and `on`
+/// idle over `total` seconds, each tenant at its own place in the cycle so that half
+/// of them are active at any time, from the start.
+pub fn staggered_phases(i: usize, n: usize, on: u64, total: u64) -> String {
+    let cycle = 2 * on;
+    let mut pos = (cycle - cycle * i as u64 / n as u64) % cycle;
+    let mut phases = Vec::new();
+    let mut t = 0;
+    while t < total {
+        let (kind, left) = if pos < on { ("active", on - pos) } else { ("idle", cycle - pos) };
+        let len = left.min(total - t);
+        phases.push(format!("{kind}:{len}s"));
+        t += len;
+        pos = (pos + len) % cycle;
+    }
+    phases.join(",")
+}
+
+/// Every scenario, memory sizes multiplied by `scale`.
+pub fn catalogue(scale: f64) -> Vec<Scenario> {
+    let s = |mib: u64| sc(mib, scale);
+    let gib = s(1024) * MIB;
+    let mut out = Vec::new();
+
+    // density-2x (seed 000): 2x the tenants a DRAM-only host holds, half of DRAM active.
+    let mut half = Point::steady("1x", gib, 75, steady_tenants("t", 2, s(512), s(128), 75), 30.0, 70.0);
+    half.only = Some(vec![Mode::Dram]);
+    out.push(Scenario {
+        name: "density-2x",
+        description: format!(
+            "tenants of {} MiB with {} MiB hot sets on {} MiB of DRAM: 2 of them (1x, all in DRAM) and 4 (2x, hot sets 50% of DRAM)",
+            s(512),
+            s(128),
+            s(1024)
+        ),
+        points: vec![half, Point::steady("2x", gib, 75, steady_tenants("t", 4, s(512), s(128), 75), 30.0, 70.0)],
+    });
+
+    // active-sweep: the 50%/75% guidance against our own numbers.
+    out.push(Scenario {
+        name: "active-sweep",
+        description: format!(
+            "4 tenants of {} MiB at 2x on {} MiB of DRAM, active memory at 25%, 50%, 75% and 90% of DRAM",
+            s(512),
+            s(1024)
+        ),
+        points: [25u64, 50, 75, 90]
+            .iter()
+            .map(|&pct| {
+                let hot = s(1024) * pct / 100 / 4;
+                Point::steady(format!("{pct}%"), gib, 75, steady_tenants("t", 4, s(512), hot, 75), 30.0, 70.0)
+            })
+            .collect(),
+    });
+
+    // wake-up (seed 004): a big hot set pushed out while idle, on a fast and a slow tier.
+    let wake = |label: &str, budget: u64, size: u64, hot: u64, push: u64, slow: Option<Throttle>| Point {
+        label: label.into(),
+        budget: budget * MIB,
+        secs: 215,
+        tenants: vec![
+            TenantDef::new("sleepy", size, hot, "active:30s,idle:55s,active:125s"),
+            TenantDef::new("pusher1", push, s(128).min(push / 4), "active:30s,sweep:25s,active:155s"),
+            TenantDef::new("pusher2", push, s(128).min(push / 4), "active:30s,sweep:25s,active:155s"),
+        ],
+        measured: vec!["sleepy".into()],
+        measure: Measure::WakeUp { tenant: "sleepy".into(), secs: 120.0, base_from: 15.0, base_to: 29.0 },
+        slow,
+        only: None,
+    };
+    out.push(Scenario {
+        name: "wake-up",
+        description: format!(
+            "`sleepy` ({} MiB hot) idles 55 s while two neighbours sweep all their memory for 25 s, pushing it \
+             out, then go back to small hot sets; then it wakes. Fast tier: {} MiB of DRAM. Slow tier: a {} MiB \
+             hot set on {} MiB of DRAM, tier reads throttled to a hard disk's 150 IOPS and 150 MB/s (counted \
+             where the tier's loop device reads its backing disk, so adjacent pages merge into one read as on a \
+             real disk) from 80 s into the run, just before it wakes",
+            s(1024),
+            s(2048),
+            s(256),
+            s(1024)
+        ),
+        points: vec![
+            wake("fast", s(2048), s(1280), s(1024), s(1024), None),
+            wake("slow", s(1024), s(384), s(256), s(512), Some(Throttle::hard_disk(80))),
+        ],
+    });
+
+    // login-storm: tenants taking turns, as VDI users log in and out.
+    out.push(Scenario {
+        name: "login-storm",
+        description: format!(
+            "tenants of {} MiB ({} MiB hot) on {} MiB of DRAM, active 20 s and idle 20 s in turns, staggered so \
+             half are active at a time; 4 to 12 tenants",
+            s(512),
+            s(192),
+            s(1024)
+        ),
+        points: [4usize, 6, 8, 10, 12]
+            .iter()
+            .map(|&n| {
+                let tenants = (0..n)
+                    .map(|i| TenantDef::new(format!("u{}", i + 1), s(512), s(192), staggered_phases(i, n, 20, 135)))
+                    .collect();
+                Point::steady(format!("{n} tenants"), gib, 140, tenants, 30.0, 130.0)
+            })
+            .collect(),
+    });
+
+    // overcommit-sweep (seed 001), on a fast and a hard-disk-like tier.
+    let mut points = Vec::new();
+    for slow in [None, Some(Throttle::hard_disk(25))] {
+        for (label, x10) in [("1.4x", 14u64), ("2x", 20), ("3.4x", 34)] {
+            let size = s(1024) * x10 / 10 / 4;
+            let mut p = Point::steady(
+                format!("{label}{}", if slow.is_some() { " slow" } else { "" }),
+                gib,
+                75,
+                steady_tenants("t", 4, size, s(96), 75),
+                30.0,
+                70.0,
+            );
+            p.slow = slow;
+            points.push(p);
+        }
+    }
+    out.push(Scenario {
+        name: "overcommit-sweep",
+        description: format!(
+            "4 tenants with {} MiB hot sets on {} MiB of DRAM, total memory 1.4x, 2x and 3.4x of DRAM; on the fast \
+             tier and on the tier throttled to a hard disk (150 IOPS, 150 MB/s) from 25 s into the run, after the \
+             tenants filled their memory",
+            s(96),
+            s(1024)
+        ),
+        points,
+    });
+
+    // noisy-neighbour (seed 002).
+    let mut noisy = steady_tenants("s", 3, s(512), s(128), 85);
+    noisy.push(TenantDef::new("noisy", s(1200), 4, "idle:25s,sweep:55s"));
+    let mut p = Point::steady("", gib, 95, noisy, 35.0, 78.0);
+    p.measured = vec!["s1".into(), "s2".into(), "s3".into()];
+    out.push(Scenario {
+        name: "noisy-neighbour",
+        description: format!(
+            "3 steady tenants ({} MiB, {} MiB hot) and one that sweeps all of its {} MiB at random; {} MiB of DRAM",
+            s(512),
+            s(128),
+            s(1200),
+            s(1024)
+        ),
+        points: vec![p],
+    });
+
+    // contention: active memory above DRAM; does DRAM go where the operator said?
+    out.push(Scenario {
+        name: "contention",
+        description: format!(
+            "active memory 110%, 125% and 150% of {} MiB of DRAM: `reserved` ({} MiB hot, --reserve {} MiB), \
+             `shares200` and `shares100` splitting the rest of the active memory",
+            s(1024),
+            s(400),
+            s(450)
+        ),
+        points: [110u64, 125, 150]
+            .iter()
+            .map(|&pct| {
+                let each = (s(1024) * pct / 100).saturating_sub(s(400)) / 2;
+                let size = s(512).max(each + s(64));
+                let mut reserved = TenantDef::new("reserved", s(512), s(400), "active:75s");
+                reserved.reserve = s(450) * MIB;
+                let mut heavy = TenantDef::new("shares200", size, each, "active:75s");
+                heavy.shares = 200;
+                let light = TenantDef::new("shares100", size, each, "active:75s");
+                Point::steady(format!("{pct}%"), gib, 80, vec![reserved, heavy, light], 30.0, 75.0)
+            })
+            .collect(),
+    });
+    out
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub throughput: f64,
+    pub p99_us: f64,
+    /// Per measured tenant, raw ops/s.
+    pub tenants: Vec<(String, f64)>,
+    /// Wake-up: the tenant's ops/s before idling, and second by second after waking.
+    pub before: f64,
+    pub after: Vec<(f64, f64)>,
+    pub health: String,
+    pub tierd_cpu_percent: f64,
+}
+
+/// Reads a point's figures off one run.
+pub fn sample(p: &Point, r: &Run) -> Sample {
+    let mut s = Sample {
+        throughput: 0.0,
+        p99_us: 0.0,
+        tenants: Vec::new(),
+        before: 0.0,
+        after: Vec::new(),
+        health: r.health.clone(),
+        tierd_cpu_percent: r.tierd_cpu_percent,
+    };
+    match &p.measure {
+        Measure::Steady { from, to } => {
+            s.tenants = p.measured.iter().map(|n| (n.clone(), r.tenant(n).ops(*from, *to))).collect();
+            s.throughput = s.tenants.iter().map(|t| t.1).sum();
+            s.p99_us = p.measured.iter().map(|n| r.tenant(n).p99(*from, *to)).sum::<f64>() / p.measured.len() as f64;
+        }
+        Measure::WakeUp { tenant, secs, base_from, base_to } => {
+            let t = r.tenant(tenant);
+            let idle_end = t.reports.iter().filter(|x| x.phase == "idle").map(|x| x.t).fold(0.0, f64::max);
+            s.before = t.ops(*base_from, *base_to);
+            s.after = t
+                .reports
+                .iter()
+                .filter(|x| x.phase == "active" && x.t > idle_end && x.t <= idle_end + secs)
+                .map(|x| (x.t - idle_end, x.ops_per_sec))
+                .collect();
+            s.throughput = t.ops(idle_end, idle_end + secs);
+            s.p99_us = t.p99(idle_end, idle_end + secs);
+            s.tenants = vec![(tenant.clone(), s.throughput)];
+        }
+    }
+    s
+}
+
+/// Seconds after waking until throughput, averaged over 3 reports, is back to 95% of
+/// `baseline`.
+pub fn recovery_secs(after: &[(f64, f64)], baseline: f64) -> Option<f64> {
+    if baseline <= 0.0 {
+        return None;
+    }
+    after.windows(3).find(|w| w.iter().map(|p| p.1).sum::<f64>() / 3.0 >= 0.95 * baseline).map(|w| w[0].0)
+}
+
+/// Median and range.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(v: &[f64]) -> Spread {
+        Spread {
+            median: median(v),
+            min: v.iter().copied().fold(f64::INFINITY, f64::min).min(median(v)),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max).max(median(v)),
+        }
+    }
+}
+
+/// One mode at one point, over its repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeResult {
+    pub mode: Mode,
+    pub reps: usize,
+    /// Median of the measured tenants' summed ops/s.
+    pub throughput: f64,
+    /// Against the median `dram` throughput of the same point.
+    pub relative_throughput: f64,
+    pub relative_spread: Spread,
+    pub p99_us: f64,
+    pub p99_latency_ratio: f64,
+    /// Per measured tenant: median throughput relative to the same tenant under `dram`.
+    pub tenants: Vec<(String, f64)>,
+    /// Wake-up: seconds until back to 95% of the `dram` throughput before idling,
+    /// median over repetitions (a repetition that never got there counts as never).
+    pub recovery_secs: Option<f64>,
+    pub recovery_each: Vec<Option<f64>>,
+    /// Wake-up: median relative throughput by second after waking.
+    pub recovery_curve: Vec<(f64, f64)>,
+    /// tierd's active-memory health colour near the end of each repetition.
+    pub health: Vec<String>,
+    pub tierd_cpu_percent: f64,
+    pub samples: Vec<Sample>,
+}
+
+/// One point of one scenario, every mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointResult {
+    /// `scenario` or `scenario/point`.
+    pub name: String,
+    pub scenario: String,
+    pub point: String,
+    pub description: String,
+    pub tenant_memory_bytes: u64,
+    /// The measured tenants' hot sets.
+    pub measured_hot_bytes: u64,
+    pub dram_budget_bytes: u64,
+    pub slow_tier: Option<Throttle>,
+    pub modes: Vec<ModeResult>,
+}
+
+impl PointResult {
+    pub fn mode(&self, m: Mode) -> Option<&ModeResult> {
+        self.modes.iter().find(|r| r.mode == m)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Results {
+    pub run: RunInfo,
+    pub reps: usize,
+    pub scale: f64,
+    pub tier: String,
+    pub results: Vec<PointResult>,
+}
+
+/// Combines each mode's samples at a point into medians and spreads.
+pub fn aggregate(p: &Point, scenario: &Scenario, samples: &[(Mode, Vec<Sample>)]) -> PointResult {
+    let dram = samples.iter().find(|(m, _)| *m == Mode::Dram).map(|(_, s)| s.as_slice());
+    let med = |v: &[Sample], f: &dyn Fn(&Sample) -> f64| median(&v.iter().map(f).collect::<Vec<_>>());
+    let rel = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let modes = samples
+        .iter()
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(mode, s)| {
+            let base = dram.unwrap_or(s);
+            let base_tp = med(base, &|x| x.throughput);
+            let base_p99 = med(base, &|x| x.p99_us);
+            let rels: Vec<f64> = s.iter().map(|x| rel(x.throughput, base_tp)).collect();
+            let tenants = p
+                .measured
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let mine = med(s, &|x| x.tenants.get(i).map_or(0.0, |t| t.1));
+                    let theirs = med(base, &|x| x.tenants.get(i).map_or(0.0, |t| t.1));
+                    (n.clone(), rel(mine, theirs))
+                })
+                .collect();
+            let (recovery_secs, recovery_each, recovery_curve) = if matches!(p.measure, Measure::WakeUp { .. }) {
+                let before = med(base, &|x| x.before);
+                let each: Vec<Option<f64>> = s.iter().map(|x| recovery_secs(&x.after, before)).collect();
+                // Never counts as later than any time: the median is None when most never recovered.
+                let mut keyed: Vec<f64> = each.iter().map(|e| e.unwrap_or(f64::INFINITY)).collect();
+                keyed.sort_by(f64::total_cmp);
+                let m = keyed[(keyed.len() - 1) / 2];
+                let secs = s.iter().flat_map(|x| x.after.iter().map(|a| a.0.round() as i64)).max().unwrap_or(0);
+                let curve = (1..=secs)
+                    .filter_map(|sec| {
+                        let v: Vec<f64> = s
+                            .iter()
+                            .filter_map(|x| x.after.iter().find(|a| a.0.round() as i64 == sec).map(|a| a.1))
+                            .collect();
+                        (!v.is_empty()).then(|| (sec as f64, rel(median(&v), before)))
+                    })
+                    .collect();
+                (m.is_finite().then_some(m), each, curve)
+            } else {
+                (None, Vec::new(), Vec::new())
+            };
+            let p99 = med(s, &|x| x.p99_us);
+            ModeResult {
+                mode: *mode,
+                reps: s.len(),
+                throughput: med(s, &|x| x.throughput),
+                relative_throughput: median(&rels),
+                relative_spread: Spread::of(&rels),
+                p99_us: p99,
+                p99_latency_ratio: rel(p99, base_p99),
+                tenants,
+                recovery_secs,
+                recovery_each,
+                recovery_curve,
+                health: s.iter().map(|x| x.health.clone()).collect(),
+                tierd_cpu_percent: med(s, &|x| x.tierd_cpu_percent),
+                samples: s.clone(),
+            }
+        })
+        .collect();
+    PointResult {
+        name: if p.label.is_empty() { scenario.name.into() } else { format!("{}/{}", scenario.name, p.label) },
+        scenario: scenario.name.into(),
+        point: p.label.clone(),
+        description: scenario.description.clone(),
+        tenant_memory_bytes: p.tenant_memory(),
+        measured_hot_bytes: p.tenants.iter().filter(|t| p.measured.contains(&t.name)).map(|t| t.hot).sum(),
+        dram_budget_bytes: p.budget,
+        slow_tier: p.slow,
+        modes,
+    }
+}
+
+/// What `tierd-bench run` was asked to do.
+pub struct Plan {
+    pub scenarios: Vec<String>,
+    pub modes: Vec<Mode>,
+    pub reps: usize,
+    pub scale: f64,
+}
+
+/// The chosen scenarios, checked: names known, memory within bounds.
+pub fn choose(plan: &Plan) -> anyhow::Result<Vec<Scenario>> {
+    if plan.reps == 0 {
+        anyhow::bail!("--reps must be at least 1");
+    }
+    if !(plan.scale > 0.0 && plan.scale <= 4.0) {
+        anyhow::bail!("--scale {} must be above 0 and at most 4", plan.scale);
+    }
+    if plan.modes.is_empty() {
+        anyhow::bail!("--modes names no mode");
+    }
+    let all = catalogue(plan.scale);
+    // `NAME` picks a scenario, `NAME/POINT` one of its points.
+    let wanted = |c: &Scenario, p: &Point| {
+        plan.scenarios.is_empty()
+            || plan.scenarios.iter().any(|s| match s.split_once('/') {
+                Some((n, pt)) => n == c.name && pt == p.label,
+                None => s == c.name,
+            })
+    };
+    for s in &plan.scenarios {
+        if !all
+            .iter()
+            .any(|c| c.points.iter().any(|p| wanted(c, p) && (s == c.name || s.starts_with(&format!("{}/", c.name)))))
+        {
+            let names: Vec<&str> = all.iter().map(|c| c.name).collect();
+            anyhow::bail!("unknown scenario or point `{s}`: {} (or NAME/POINT, e.g. wake-up/slow)", names.join(", "));
+        }
+    }
+    let chosen: Vec<Scenario> = all
+        .into_iter()
+        .map(|mut c| {
+            let points = std::mem::take(&mut c.points);
+            c.points = points.into_iter().filter(|p| wanted(&c, p)).collect();
+            c
+        })
+        .filter(|c| !c.points.is_empty())
+        .collect();
+    for c in &chosen {
+        for p in &c.points {
+            if p.tenant_memory() > MAX_TENANT_MEMORY {
+                anyhow::bail!(
+                    "{}/{} would use {} of tenant memory at --scale {}; the most allowed is {}",
+                    c.name,
+                    p.label,
+                    tierd_core::size::human(p.tenant_memory()),
+                    plan.scale,
+                    tierd_core::size::human(MAX_TENANT_MEMORY)
+                );
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+/// Estimated wall time of a plan in seconds (run length plus start-up and fill).
+pub fn estimate_secs(chosen: &[Scenario], plan: &Plan) -> u64 {
+    chosen
+        .iter()
+        .flat_map(|c| &c.points)
+        .map(|p| plan.modes.iter().filter(|m| p.runs_in(**m)).count() as u64 * (p.secs + 15))
+        .sum::<u64>()
+        * plan.reps as u64
+}
+
+/// Runs the plan, writing results as each point completes.
+pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
+    let chosen = choose(plan)?;
+    let total = estimate_secs(&chosen, plan);
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {percent}% eta {eta} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut res = Results {
+        run: RunInfo::collect(),
+        reps: plan.reps,
+        scale: plan.scale,
+        tier: "the tierd default: a swap file behind a loop device on the host's disk".into(),
+        results: Vec::new(),
+    };
+    for sc in &chosen {
+        for p in &sc.points {
+            let modes: Vec<Mode> = plan.modes.iter().copied().filter(|m| p.runs_in(*m)).collect();
+            let mut samples: Vec<(Mode, Vec<Sample>)> = modes.iter().map(|m| (*m, Vec::new())).collect();
+            for rep in 1..=plan.reps {
+                for (mode, got) in samples.iter_mut() {
+                    if interrupted() {
+                        anyhow::bail!("interrupted; what finished is in {}", out.display());
+                    }
+                    let what = format!("{}/{} {} rep {rep}/{}", sc.name, p.label, mode.name(), plan.reps);
+                    if bar.is_hidden() {
+                        // No terminal (a log file): a line per run instead of the bar.
+                        eprintln!("[{:>3.0}%] {what}", bar.position() as f64 * 100.0 / total.max(1) as f64);
+                    }
+                    bar.set_message(what);
+                    let r = run(*mode, p.budget, 2.0, &p.tenants, p.secs, p.slow)?;
+                    got.push(sample(p, &r));
+                    bar.inc(p.secs + 15);
+                }
+            }
+            res.results.push(aggregate(p, sc, &samples));
+            // Written as we go: an interrupted run keeps what it measured.
+            crate::report::write(out, &res)?;
+        }
+    }
+    bar.finish_and_clear();
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_fits_the_memory_bound_and_the_issue_names() {
+        let plan = Plan { scenarios: vec![], modes: Mode::ALL.to_vec(), reps: 3, scale: 1.0 };
+        let all = choose(&plan).unwrap();
+        let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+        for n in [
+            "density-2x",
+            "active-sweep",
+            "wake-up",
+            "login-storm",
+            "overcommit-sweep",
+            "noisy-neighbour",
+            "contention",
+        ] {
+            assert!(names.contains(&n), "{n} missing from {names:?}");
+        }
+        let bad = Plan { scale: 4.0, ..plan };
+        assert!(choose(&bad).unwrap_err().to_string().contains("tenant memory"));
+        let unknown = Plan { scenarios: vec!["redis-cluster".into()], modes: Mode::ALL.to_vec(), reps: 1, scale: 1.0 };
+        assert!(choose(&unknown).unwrap_err().to_string().contains("unknown scenario"));
+        let one = Plan { scenarios: vec!["wake-up/slow".into(), "contention".into()], ..unknown };
+        let c = choose(&one).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].points.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(), ["slow"]);
+        assert_eq!(c[1].points.len(), 3);
+        let bad_point = Plan { scenarios: vec!["wake-up/medium".into()], ..one };
+        assert!(choose(&bad_point).is_err());
+    }
+
+    #[test]
+    fn the_scale_shrinks_memory_and_the_slow_points_are_throttled() {
+        let half = catalogue(0.5);
+        let d = &half.iter().find(|s| s.name == "density-2x").unwrap().points[1];
+        assert_eq!(d.budget, 512 * MIB);
+        assert_eq!(d.tenant_memory(), 4 * 256 * MIB, "2x the budget");
+        let o = catalogue(1.0).into_iter().find(|s| s.name == "overcommit-sweep").unwrap();
+        let ratios: Vec<f64> = o.points.iter().map(|p| p.tenant_memory() as f64 / p.budget as f64).collect();
+        assert_eq!(ratios.iter().map(|r| (r * 10.0).round() as u64).collect::<Vec<_>>(), [14, 20, 34, 14, 20, 34]);
+        assert_eq!(o.points.iter().filter(|p| p.slow.is_some()).count(), 3);
+    }
+
+    #[test]
+    fn login_storm_tenants_take_turns() {
+        // Of 4 tenants in a 40 s cycle, each is 10 s further along than the one before.
+        assert_eq!(staggered_phases(0, 4, 20, 60), "active:20s,idle:20s,active:20s");
+        assert_eq!(staggered_phases(1, 4, 20, 60), "idle:10s,active:20s,idle:20s,active:10s");
+        assert_eq!(staggered_phases(2, 4, 20, 60), "idle:20s,active:20s,idle:20s");
+        assert_eq!(staggered_phases(3, 4, 20, 60), "active:10s,idle:20s,active:20s,idle:10s");
+        // Half of them are active at any second.
+        for t in 0..60 {
+            let active = (0..4)
+                .filter(|&i| {
+                    let ph = crate::workload::parse_phases(&staggered_phases(i, 4, 20, 60)).unwrap();
+                    let mut at = 0.0;
+                    ph.iter().any(|p| {
+                        let hit = (at..at + p.duration.as_secs_f64()).contains(&(t as f64 + 0.5));
+                        at += p.duration.as_secs_f64();
+                        hit && p.kind == crate::workload::PhaseKind::Active
+                    })
+                })
+                .count();
+            assert_eq!(active, 2, "at {t} s");
+        }
+    }
+
+    fn steady_sample(tp: &[f64], p99: f64) -> Sample {
+        Sample {
+            throughput: tp.iter().sum(),
+            p99_us: p99,
+            tenants: tp.iter().enumerate().map(|(i, v)| (format!("t{}", i + 1), *v)).collect(),
+            before: 0.0,
+            after: Vec::new(),
+            health: "green".into(),
+            tierd_cpu_percent: 1.0,
+        }
+    }
+
+    #[test]
+    fn modes_are_scored_by_median_against_the_median_dram_run() {
+        let sc = Scenario {
+            name: "x",
+            description: String::new(),
+            points: vec![Point::steady("p", GIB, 10, steady_tenants("t", 2, 512, 128, 10), 0.0, 10.0)],
+        };
+        let p = &sc.points[0];
+        let dram = vec![
+            steady_sample(&[100.0, 100.0], 10.0),
+            steady_sample(&[90.0, 110.0], 10.0),
+            steady_sample(&[120.0, 80.0], 30.0),
+        ];
+        let swap = vec![
+            steady_sample(&[50.0, 100.0], 20.0),
+            steady_sample(&[100.0, 90.0], 20.0),
+            steady_sample(&[95.0, 95.0], 40.0),
+        ];
+        let r = aggregate(p, &sc, &[(Mode::Dram, dram), (Mode::Swap, swap)]);
+        assert_eq!(r.name, "x/p", "a point is named after its scenario and label");
+        let s = r.mode(Mode::Swap).unwrap();
+        assert_eq!(s.throughput, 190.0);
+        assert!((s.relative_throughput - 0.95).abs() < 1e-9);
+        assert_eq!((s.relative_spread.min, s.relative_spread.max), (0.75, 0.95));
+        assert_eq!(s.p99_latency_ratio, 2.0);
+        assert_eq!(s.tenants[0], ("t1".into(), 95.0 / 100.0));
+        assert_eq!(r.mode(Mode::Dram).unwrap().relative_throughput, 1.0);
+    }
+
+    #[test]
+    fn wake_up_recovery_is_timed_against_dram_before_idling() {
+        let sc = catalogue(1.0).into_iter().find(|s| s.name == "wake-up").unwrap();
+        let p = &sc.points[0];
+        let wake = |before: f64, curve: &[f64]| Sample {
+            before,
+            after: curve.iter().enumerate().map(|(i, v)| ((i + 1) as f64, *v)).collect(),
+            ..steady_sample(&[curve.iter().sum::<f64>() / curve.len() as f64], 1.0)
+        };
+        let dram = vec![wake(100.0, &[100.0; 6]); 3];
+        // Back at 5 s, at 3 s, and never.
+        let tierd = vec![
+            wake(100.0, &[10.0, 20.0, 50.0, 90.0, 96.0, 96.0, 96.0]),
+            wake(100.0, &[10.0, 50.0, 96.0, 96.0, 96.0, 96.0]),
+            wake(100.0, &[10.0, 10.0, 10.0, 10.0, 10.0, 10.0]),
+        ];
+        let r = aggregate(p, &sc, &[(Mode::Dram, dram), (Mode::Tierd, tierd.clone())]);
+        let t = r.mode(Mode::Tierd).unwrap();
+        assert_eq!(t.recovery_each, vec![Some(5.0), Some(3.0), None]);
+        assert_eq!(t.recovery_secs, Some(5.0), "the median; never counts as the longest");
+        assert_eq!(t.recovery_curve[0], (1.0, 0.1));
+        let never = aggregate(p, &sc, &[(Mode::Tierd, vec![tierd[2].clone(), tierd[2].clone(), tierd[0].clone()])]);
+        assert_eq!(never.mode(Mode::Tierd).unwrap().recovery_secs, None);
+    }
+}
