@@ -213,7 +213,7 @@ impl Drop for Tierd {
 }
 
 /// Read limits that make the tier device behave like a slower one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Throttle {
     pub read_iops: u64,
     pub read_bytes_per_sec: u64,

@@ -1,9 +1,9 @@
 //! What every benchmark result records about where and how it was taken.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The machine, kernel, command and date of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunInfo {
     pub date: String,
     pub host: String,
@@ -13,6 +13,7 @@ pub struct RunInfo {
     pub command: String,
     pub tierd_version: String,
     /// The source the binaries were built from (`git describe`, when run in the repository).
+    #[serde(default)]
     pub commit: String,
 }
 

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tierd_core::size::{GIB, MIB};
 
 use crate::harness::{Throttle, interrupted};
@@ -269,7 +269,7 @@ pub fn catalogue(scale: f64) -> Vec<Scenario> {
 }
 
 /// The figures of one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sample {
     pub throughput: f64,
     pub p99_us: f64,
@@ -327,7 +327,7 @@ pub fn recovery_secs(after: &[(f64, f64)], baseline: f64) -> Option<f64> {
 }
 
 /// Median and range.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Spread {
     pub median: f64,
     pub min: f64,
@@ -345,7 +345,7 @@ impl Spread {
 }
 
 /// One mode at one point, over its repetitions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModeResult {
     pub mode: Mode,
     pub reps: usize,
@@ -371,7 +371,7 @@ pub struct ModeResult {
 }
 
 /// One point of one scenario, every mode.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PointResult {
     /// `scenario` or `scenario/point`.
     pub name: String,
@@ -384,6 +384,9 @@ pub struct PointResult {
     pub dram_budget_bytes: u64,
     pub slow_tier: Option<Throttle>,
     pub modes: Vec<ModeResult>,
+    /// The run that measured this point (results of several runs can share a file).
+    #[serde(default)]
+    pub taken: Option<RunInfo>,
 }
 
 impl PointResult {
@@ -392,13 +395,47 @@ impl PointResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
+    /// The latest run that wrote the file.
     pub run: RunInfo,
     pub reps: usize,
     pub scale: f64,
     pub tier: String,
     pub results: Vec<PointResult>,
+}
+
+impl Results {
+    /// Puts a point's result in, replacing an earlier one of the same name in place.
+    pub fn put(&mut self, mut p: PointResult) {
+        p.taken.get_or_insert_with(|| self.run.clone());
+        match self.results.iter_mut().find(|x| x.name == p.name) {
+            Some(old) => *old = p,
+            None => self.results.push(p),
+        }
+    }
+
+    /// The results already in `out`, to add to, or none (or an error if they cannot be
+    /// added to: unreadable, or taken at another scale).
+    pub fn existing(out: &Path, scale: f64) -> anyhow::Result<Option<Results>> {
+        let file = out.join("results.json");
+        let Ok(text) = std::fs::read_to_string(&file) else { return Ok(None) };
+        let mut r: Results = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{} cannot be read ({e}); move it away or give --fresh", file.display()))?;
+        if r.scale != scale {
+            anyhow::bail!(
+                "{} holds results at --scale {}, not {scale}; use another --out or --fresh",
+                file.display(),
+                r.scale
+            );
+        }
+        // Points written before points recorded their own run belong to the file's run.
+        let run = r.run.clone();
+        for p in &mut r.results {
+            p.taken.get_or_insert_with(|| run.clone());
+        }
+        Ok(Some(r))
+    }
 }
 
 /// Combines each mode's samples at a point into medians and spreads.
@@ -474,6 +511,7 @@ pub fn aggregate(p: &Point, scenario: &Scenario, samples: &[(Mode, Vec<Sample>)]
         dram_budget_bytes: p.budget,
         slow_tier: p.slow,
         modes,
+        taken: None,
     }
 }
 
@@ -483,6 +521,8 @@ pub struct Plan {
     pub modes: Vec<Mode>,
     pub reps: usize,
     pub scale: f64,
+    /// Start a new results file instead of adding to the one in the output directory.
+    pub fresh: bool,
 }
 
 /// The chosen scenarios, checked: names known, memory within bounds.
@@ -560,12 +600,16 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let mut res = Results {
+    let fresh = Results {
         run: RunInfo::collect(),
         reps: plan.reps,
         scale: plan.scale,
         tier: "the tierd default: a swap file behind a loop device on the host's disk".into(),
         results: Vec::new(),
+    };
+    let mut res = match if plan.fresh { None } else { Results::existing(out, plan.scale)? } {
+        Some(old) => Results { results: old.results, ..fresh },
+        None => fresh,
     };
     for sc in &chosen {
         for p in &sc.points {
@@ -587,7 +631,7 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
                     bar.inc(p.secs + 15);
                 }
             }
-            res.results.push(aggregate(p, sc, &samples));
+            res.put(aggregate(p, sc, &samples));
             // Written as we go: an interrupted run keeps what it measured.
             crate::report::write(out, &res)?;
         }
@@ -602,7 +646,7 @@ mod tests {
 
     #[test]
     fn every_scenario_fits_the_memory_bound_and_the_issue_names() {
-        let plan = Plan { scenarios: vec![], modes: Mode::ALL.to_vec(), reps: 3, scale: 1.0 };
+        let plan = Plan { scenarios: vec![], modes: Mode::ALL.to_vec(), reps: 3, scale: 1.0, fresh: false };
         let all = choose(&plan).unwrap();
         let names: Vec<&str> = all.iter().map(|s| s.name).collect();
         for n in [
@@ -618,7 +662,13 @@ mod tests {
         }
         let bad = Plan { scale: 4.0, ..plan };
         assert!(choose(&bad).unwrap_err().to_string().contains("tenant memory"));
-        let unknown = Plan { scenarios: vec!["redis-cluster".into()], modes: Mode::ALL.to_vec(), reps: 1, scale: 1.0 };
+        let unknown = Plan {
+            scenarios: vec!["redis-cluster".into()],
+            modes: Mode::ALL.to_vec(),
+            reps: 1,
+            scale: 1.0,
+            fresh: false,
+        };
         assert!(choose(&unknown).unwrap_err().to_string().contains("unknown scenario"));
         let one = Plan { scenarios: vec!["wake-up/slow".into(), "contention".into()], ..unknown };
         let c = choose(&one).unwrap();
@@ -663,6 +713,38 @@ mod tests {
                 .count();
             assert_eq!(active, 2, "at {t} s");
         }
+    }
+
+    #[test]
+    fn a_run_adds_to_the_results_in_its_directory_and_replaces_what_it_reran() {
+        let dir = std::env::temp_dir().join(format!("tierd-suite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(Results::existing(&dir, 1.0).unwrap().is_none());
+        let sc = Scenario {
+            name: "x",
+            description: String::new(),
+            points: vec![
+                Point::steady("a", GIB, 10, steady_tenants("t", 1, 512, 128, 10), 0.0, 10.0),
+                Point::steady("b", GIB, 10, steady_tenants("t", 1, 512, 128, 10), 0.0, 10.0),
+            ],
+        };
+        let mut first = Results { run: RunInfo::collect(), reps: 1, scale: 1.0, tier: "t".into(), results: Vec::new() };
+        for p in &sc.points {
+            first.put(aggregate(p, &sc, &[(Mode::Dram, vec![steady_sample(&[100.0], 1.0)])]));
+        }
+        std::fs::write(dir.join("results.json"), serde_json::to_string(&first).unwrap()).unwrap();
+        let mut again = Results::existing(&dir, 1.0).unwrap().expect("read back");
+        again.run.command = "second".into();
+        again.put(aggregate(&sc.points[1], &sc, &[(Mode::Dram, vec![steady_sample(&[50.0], 1.0)])]));
+        let names: Vec<&str> = again.results.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["x/a", "x/b"], "replaced in place");
+        assert_eq!(again.results[1].modes[0].throughput, 50.0);
+        assert_ne!(again.results[0].taken.as_ref().unwrap().command, "second", "x/a keeps its own run");
+        assert_eq!(again.results[1].taken.as_ref().unwrap().command, "second");
+        assert!(Results::existing(&dir, 0.5).unwrap_err().to_string().contains("--scale"));
+        std::fs::write(dir.join("results.json"), "{").unwrap();
+        assert!(Results::existing(&dir, 1.0).unwrap_err().to_string().contains("--fresh"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     fn steady_sample(tp: &[f64], p99: f64) -> Sample {

@@ -79,6 +79,10 @@ enum Cmd {
         /// Print the plan and its estimated time, run nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Start a new results.json in --out instead of adding to (and replacing
+        /// re-run points of) the one there.
+        #[arg(long)]
+        fresh: bool,
     },
     /// Live migration of a tiered VM against the same VM all in DRAM: QEMU's total
     /// time and downtime, and the guest's throughput during it (~4 minutes per mode).
@@ -179,10 +183,10 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
-        Cmd::Run { scenarios, out, modes, reps, scale, dry_run } => {
+        Cmd::Run { scenarios, out, modes, reps, scale, dry_run, fresh } => {
             tierd_bench::harness::catch_interrupts()?;
             let modes = modes.split(',').map(tierd_bench::scenario::Mode::parse).collect::<anyhow::Result<Vec<_>>>()?;
-            let plan = tierd_bench::suite::Plan { scenarios, modes, reps, scale };
+            let plan = tierd_bench::suite::Plan { scenarios, modes, reps, scale, fresh };
             let chosen = tierd_bench::suite::choose(&plan)?;
             let secs = tierd_bench::suite::estimate_secs(&chosen, &plan);
             for c in &chosen {
