@@ -209,6 +209,21 @@ pub struct DiskStats {
     pub io_ms: u64,
 }
 
+/// Reads needed before their mean time says anything: the kernel reports the total
+/// read time in whole milliseconds, so over N reads the mean is off by up to 1 ms / N.
+/// Two reads in an interval read as 500 µs each, and that "red" latency throttled
+/// demotion on an idle tier.
+pub const MIN_TIMED_READS: u64 = 32;
+
+impl DiskStats {
+    /// Mean read latency in µs between `earlier` and these counters; `None` with fewer
+    /// than [`MIN_TIMED_READS`] reads between them (too few to time).
+    pub fn read_latency_us_since(&self, earlier: &DiskStats) -> Option<f64> {
+        let reads = self.reads.saturating_sub(earlier.reads);
+        (reads >= MIN_TIMED_READS).then(|| self.read_ms.saturating_sub(earlier.read_ms) as f64 * 1000.0 / reads as f64)
+    }
+}
+
 /// `Key:   123 kB` lines into bytes.
 fn kv_kib(text: &str) -> HashMap<String, u64> {
     text.lines()
@@ -373,5 +388,15 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         assert!(p.memory(me).unwrap().rss_anon > 0);
         assert!(!p.maps(me).unwrap().is_empty());
         assert!(p.mem_total().unwrap() > 0);
+    }
+
+    #[test]
+    fn read_latency_needs_enough_reads_to_be_timed() {
+        let at = |reads, read_ms| DiskStats { reads, read_ms, ..DiskStats::default() };
+        // Two reads and one millisecond tick: not 500 µs, just too few to tell.
+        assert_eq!(at(102, 51).read_latency_us_since(&at(100, 50)), None);
+        assert_eq!(at(100, 50).read_latency_us_since(&at(100, 50)), None, "no reads at all");
+        assert_eq!(at(1100, 130).read_latency_us_since(&at(100, 50)), Some(80.0));
+        assert_eq!(at(132, 50).read_latency_us_since(&at(100, 50)), Some(0.0), "fast reads under one tick");
     }
 }

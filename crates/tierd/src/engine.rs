@@ -455,10 +455,7 @@ impl Engine {
             view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;
             view.write_bytes_per_sec = cur.pswpout.saturating_sub(prev.pswpout) as f64 * 4096.0 / dt;
             if let (Some(a), Some(b)) = (prev.disk, cur.disk) {
-                let reads = b.reads.saturating_sub(a.reads);
-                if reads > 0 {
-                    view.read_latency_us = Some(b.read_ms.saturating_sub(a.read_ms) as f64 * 1000.0 / reads as f64);
-                }
+                view.read_latency_us = b.read_latency_us_since(&a);
                 view.utilization = (b.io_ms.saturating_sub(a.io_ms) as f64 / (dt * 1000.0)).min(1.0);
             }
             let hz = tierd_sys::process::clock_ticks_per_sec() as f64;
