@@ -73,6 +73,12 @@ pub fn sustained_tenants(r: &Results, mode: Mode) -> Option<usize> {
     best
 }
 
+impl Goal {
+    fn not_run(scenario: &'static str, goal: &'static str) -> Goal {
+        Goal { scenario, goal, measured: "—".into(), verdict: Verdict::NotRun }
+    }
+}
+
 /// A goal on loss: tierd within `max_loss` of `dram`, and not worse than `swap` (tierd's
 /// best repetition at least swap's median: single runs vary ±7% here).
 fn loss_goal(r: &Results, scenario: &'static str, name: &str, goal: &'static str, max_loss: f64) -> Goal {
@@ -85,14 +91,13 @@ fn loss_goal(r: &Results, scenario: &'static str, name: &str, goal: &'static str
                 t.relative_throughput >= 1.0 - max_loss && t.relative_spread.max >= s.relative_throughput,
             ),
         },
-        None => Goal { scenario, goal, measured: "—".into(), verdict: Verdict::NotRun },
+        None => Goal::not_run(scenario, goal),
     }
 }
 
 /// The goals against the results.
 pub fn goals(r: &Results) -> Vec<Goal> {
     let mut out = Vec::new();
-    let not_run = |scenario, goal| Goal { scenario, goal, measured: "—".into(), verdict: Verdict::NotRun };
 
     out.push(loss_goal(r, "density-2x", "density-2x/2x", "tierd loss ≤ 2% vs dram, never worse than swap", 0.02));
     for (name, gb, g) in [
@@ -100,11 +105,11 @@ pub fn goals(r: &Results) -> Vec<Goal> {
         ("wake-up/slow", false, "tierd ≥ 10× faster than swap on a hard-disk-like tier"),
     ] {
         let Some(p) = point(r, name) else {
-            out.push(not_run("wake-up", g));
+            out.push(Goal::not_run("wake-up", g));
             continue;
         };
         let (Some(t), Some(s)) = (p.mode(Mode::Tierd), p.mode(Mode::Swap)) else {
-            out.push(not_run("wake-up", g));
+            out.push(Goal::not_run("wake-up", g));
             continue;
         };
         let hot = p.measured_hot_bytes;
@@ -149,7 +154,7 @@ pub fn goals(r: &Results) -> Vec<Goal> {
                 verdict: Verdict::of(res >= 0.95 && s200 >= s100),
             });
         }
-        None => out.push(not_run("contention", g)),
+        None => out.push(Goal::not_run("contention", g)),
     }
 
     let g = "tierd sustains ≥ 25% more tenants than swap at ≤ 5% loss";
@@ -163,7 +168,7 @@ pub fn goals(r: &Results) -> Vec<Goal> {
             verdict: Verdict::of(t.unwrap_or(0) as f64 >= 1.25 * s.unwrap_or(0) as f64 && t.is_some()),
         });
     } else {
-        out.push(not_run("login-storm", g));
+        out.push(Goal::not_run("login-storm", g));
     }
     out
 }
@@ -186,9 +191,12 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
     std::fs::write(out.join("results.json"), serde_json::to_string_pretty(r)?)?;
     let mut md = String::from("# Benchmark suite: tierd against all-DRAM, plain swap and static quotas\n\n");
     md += &r.run.markdown();
-    let mut earlier: Vec<&crate::machine::RunInfo> =
-        r.results.iter().filter_map(|p| p.taken.as_ref()).filter(|t| **t != r.run).collect();
-    earlier.dedup();
+    let mut earlier: Vec<&crate::machine::RunInfo> = Vec::new();
+    for t in r.results.iter().filter_map(|p| p.taken.as_ref()) {
+        if *t != r.run && !earlier.contains(&t) {
+            earlier.push(t);
+        }
+    }
     if !earlier.is_empty() {
         md += "\nSome points were measured by earlier runs into the same directory (each point says which):\n\n";
         for t in &earlier {
@@ -465,6 +473,29 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
         assert_eq!(json["results"][1]["name"], "active-sweep/50%");
         assert_eq!(json["results"][1]["modes"][1]["relative_throughput"], 0.97);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn points_from_earlier_runs_say_when_and_each_earlier_run_is_listed_once() {
+        let dir = std::env::temp_dir().join(format!("tierd-report-earlier-{}", std::process::id()));
+        let mut r = results(Vec::new());
+        let mut old = r.run.clone();
+        old.date = "2026-01-01T00:00:00Z".into();
+        old.commit = "abc1234".into();
+        let mut older = old.clone();
+        older.commit = "0ld0000".into();
+        for (label, taken) in [("25%", &old), ("50%", &older), ("75%", &old), ("90%", &r.run.clone())] {
+            let mut p = pt("active-sweep", label, vec![mode_result(Mode::Dram, 1.0, &[])]);
+            p.taken = Some(taken.clone());
+            r.results.push(p);
+        }
+        write(&dir, &r).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert_eq!(md.matches("- 2026-01-01T00:00:00Z (abc1234)").count(), 1, "{md}");
+        assert_eq!(md.matches("- 2026-01-01T00:00:00Z (0ld0000)").count(), 1, "{md}");
+        assert_eq!(md.matches("; taken 2026-01-01T00:00:00Z (abc1234)").count(), 2, "{md}");
+        assert_eq!(md.matches("; taken").count(), 3, "the latest run's point says nothing: {md}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -600,16 +600,13 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let fresh = Results {
+    let earlier = if plan.fresh { None } else { Results::existing(out, plan.scale)? };
+    let mut res = Results {
         run: RunInfo::collect(),
         reps: plan.reps,
         scale: plan.scale,
         tier: "the tierd default: a swap file behind a loop device on the host's disk".into(),
-        results: Vec::new(),
-    };
-    let mut res = match if plan.fresh { None } else { Results::existing(out, plan.scale)? } {
-        Some(old) => Results { results: old.results, ..fresh },
-        None => fresh,
+        results: earlier.map(|r| r.results).unwrap_or_default(),
     };
     for sc in &chosen {
         for p in &sc.points {

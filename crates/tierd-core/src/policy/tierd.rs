@@ -346,18 +346,18 @@ pub fn plan(snap: &Snapshot) -> Plan {
                 // region over the swap area. Its coldest regions are demoted whole
                 // instead, before the cut (the engine does these first), so each lands
                 // in a run of swap slots and a later prefetch reads it back sequentially.
-                // Only as much as the cut: quotas wobble with the estimates, and
-                // demoting all of a tenant's spare at every small cut cost steady
-                // tenants at 2x (0.87 of no limit against 0.97 under plain swap).
+                // Only as much as the cut (quotas wobble with the estimates); the rest
+                // of what it holds above its need goes by the idle thresholds below.
                 let cut = t.dram.saturating_sub(quota);
+                let above_need = t.dram.saturating_sub(n.bytes);
                 let (threshold, budget) = if cut > 0 {
                     (0.0, cut)
                 } else if n.quiet {
-                    ((2.0 * snap.interval_secs).min(window), t.dram - n.bytes)
+                    ((2.0 * snap.interval_secs).min(window), above_need)
                 } else if short {
-                    (window / 2.0, t.dram - n.bytes)
+                    (window / 2.0, above_need)
                 } else {
-                    (window, t.dram - n.bytes)
+                    (window, above_need)
                 };
                 let budget = budget.min((DEMOTE_RATE as f64 * snap.interval_secs) as u64);
                 tp.demote = cold_regions(&t.regions, threshold, budget);
