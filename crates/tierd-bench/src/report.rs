@@ -209,7 +209,9 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
          modes are interleaved within each repetition. `relative` is throughput against `dram` (no memory limit) at the same point in \
          the same run. Memory scale {}. Tier: {}. tierd interval 5 s, window 30 s. Modes: `dram` (no limit), \
          `swap` (plain Linux: one limit equal to the DRAM budget, tierd's `none` policy), `static` (fixed \
-         quotas), `tierd` (the policy).\n",
+         quotas), `tierd` (the policy). `tierd CPU` is the whole daemon over the run (tracking, paging out and \
+         in, the API), % of one core; `tracking CPU per 8 GiB` is the trackers' own thread CPU until near the end, \
+         scaled to 8 GiB of tenant memory (the budget is 1%).\n",
         r.reps, r.scale, r.tier
     );
     md += "\n## Goals\n\n| scenario | goal | measured | verdict |\n|---|---|---|---|\n";
@@ -229,7 +231,7 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
             };
             let _ = write!(
                 md,
-                "\n### {} — {} of tenant memory on {} of DRAM{}\n\n{reps} repetition(s){when}.\n\n| mode | relative | throughput (ops/s) | p99 (µs) | p99 ratio | per tenant (relative) | health | tierd CPU |\n|---|---|---|---|---|---|---|---|\n",
+                "\n### {} — {} of tenant memory on {} of DRAM{}\n\n{reps} repetition(s){when}.\n\n| mode | relative | throughput (ops/s) | p99 (µs) | p99 ratio | per tenant (relative) | health | tierd CPU | tracking CPU per 8 GiB |\n|---|---|---|---|---|---|---|---|---|\n",
                 p.point,
                 human(p.tenant_memory_bytes),
                 human(p.dram_budget_bytes),
@@ -244,7 +246,7 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
                 let per: Vec<String> = m.tenants.iter().map(|(n, v)| format!("{n} {v:.2}")).collect();
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1}% |",
+                    "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1}% | {} |",
                     m.mode.name(),
                     spread(m),
                     m.throughput,
@@ -252,7 +254,8 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
                     m.p99_latency_ratio,
                     per.join(", "),
                     m.health.join(" "),
-                    m.tierd_cpu_percent
+                    m.tierd_cpu_percent,
+                    m.tracker_cpu_per_8gib.map_or("—".into(), |c| format!("{c:.2}%"))
                 );
             }
             if sc == "wake-up" {
@@ -371,6 +374,7 @@ mod tests {
             recovery_curve: Vec::new(),
             health: vec!["green".into()],
             tierd_cpu_percent: 1.0,
+            tracker_cpu_per_8gib: Some(0.5),
             samples: Vec::new(),
         }
     }

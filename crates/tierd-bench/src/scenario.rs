@@ -153,6 +153,9 @@ pub struct Run {
     pub events: usize,
     /// tierd's active-memory health colour near the end of the run.
     pub health: String,
+    /// The tracker's CPU near the end of the run, % of one core per 8 GiB of tenant
+    /// memory tracked (the tracking budget is 1%); `None` when nothing was tracked.
+    pub tracker_cpu_per_8gib: Option<f64>,
 }
 
 impl Run {
@@ -207,6 +210,7 @@ pub fn run(
     slow: Option<Throttle>,
 ) -> anyhow::Result<Run> {
     let t = start(mode, budget, ratio, tenants)?;
+    let started = std::time::Instant::now();
     let pid = t.pid();
     let c0 = cpu_seconds(pid);
     let mut slept = 0;
@@ -229,7 +233,14 @@ pub fn run(
     // Health is read a little before the end, while every tenant still runs.
     let left = secs - slept;
     sleep(Duration::from_secs(left.saturating_sub(5)))?;
-    let health = t.status().map(|s| s.active_health).unwrap_or_default();
+    let status = t.status().ok();
+    let health = status.as_ref().map(|s| s.active_health.clone()).unwrap_or_default();
+    let tracker_cpu_per_8gib = status.and_then(|s| {
+        let secs: f64 = s.tenants.iter().map(|t| t.tracker_seconds).sum();
+        let tracked: u64 = s.tenants.iter().map(|t| t.size_bytes).sum();
+        (secs > 0.0 && tracked > 0)
+            .then(|| secs / started.elapsed().as_secs_f64() * 100.0 * (8u64 << 30) as f64 / tracked as f64)
+    });
     sleep(Duration::from_secs(left.min(5)))?;
     let cpu = (cpu_seconds(pid) - c0) / secs as f64 * 100.0;
     let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
@@ -237,7 +248,7 @@ pub fn run(
         .iter()
         .map(|d| TenantRun { name: d.name.clone(), reports: parse_reports(&t.tenant_stdout(&d.name)) })
         .collect();
-    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events, health })
+    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events, health, tracker_cpu_per_8gib })
 }
 
 #[cfg(test)]

@@ -280,6 +280,8 @@ pub struct Sample {
     pub after: Vec<(f64, f64)>,
     pub health: String,
     pub tierd_cpu_percent: f64,
+    #[serde(default)]
+    pub tracker_cpu_per_8gib: Option<f64>,
 }
 
 /// Reads a point's figures off one run.
@@ -292,6 +294,7 @@ pub fn sample(p: &Point, r: &Run) -> Sample {
         after: Vec::new(),
         health: r.health.clone(),
         tierd_cpu_percent: r.tierd_cpu_percent,
+        tracker_cpu_per_8gib: r.tracker_cpu_per_8gib,
     };
     match &p.measure {
         Measure::Steady { from, to } => {
@@ -367,6 +370,9 @@ pub struct ModeResult {
     /// tierd's active-memory health colour near the end of each repetition.
     pub health: Vec<String>,
     pub tierd_cpu_percent: f64,
+    /// The tracker's CPU, % of one core per 8 GiB tracked (median; the budget is 1%).
+    #[serde(default)]
+    pub tracker_cpu_per_8gib: Option<f64>,
     pub samples: Vec<Sample>,
 }
 
@@ -497,6 +503,10 @@ pub fn aggregate(p: &Point, scenario: &Scenario, samples: &[(Mode, Vec<Sample>)]
                 recovery_curve,
                 health: s.iter().map(|x| x.health.clone()).collect(),
                 tierd_cpu_percent: med(s, &|x| x.tierd_cpu_percent),
+                tracker_cpu_per_8gib: {
+                    let v: Vec<f64> = s.iter().filter_map(|x| x.tracker_cpu_per_8gib).collect();
+                    (!v.is_empty()).then(|| median(&v))
+                },
                 samples: s.clone(),
             }
         })
@@ -753,6 +763,7 @@ mod tests {
             after: Vec::new(),
             health: "green".into(),
             tierd_cpu_percent: 1.0,
+            tracker_cpu_per_8gib: Some(0.5),
         }
     }
 
@@ -769,11 +780,13 @@ mod tests {
             steady_sample(&[90.0, 110.0], 10.0),
             steady_sample(&[120.0, 80.0], 30.0),
         ];
-        let swap = vec![
+        let mut swap = vec![
             steady_sample(&[50.0, 100.0], 20.0),
             steady_sample(&[100.0, 90.0], 20.0),
             steady_sample(&[95.0, 95.0], 40.0),
         ];
+        swap[0].tracker_cpu_per_8gib = Some(3.0);
+        swap[1].tracker_cpu_per_8gib = None;
         let r = aggregate(p, &sc, &[(Mode::Dram, dram), (Mode::Swap, swap)]);
         assert_eq!(r.name, "x/p", "a point is named after its scenario and label");
         let s = r.mode(Mode::Swap).unwrap();
@@ -783,6 +796,7 @@ mod tests {
         assert_eq!(s.p99_latency_ratio, 2.0);
         assert_eq!(s.tenants[0], ("t1".into(), 95.0 / 100.0));
         assert_eq!(r.mode(Mode::Dram).unwrap().relative_throughput, 1.0);
+        assert_eq!(s.tracker_cpu_per_8gib, Some(1.75), "the median of the repetitions that tracked");
     }
 
     #[test]

@@ -87,9 +87,36 @@ pub fn clock_ticks_per_sec() -> u64 {
     if t > 0 { t as u64 } else { 100 }
 }
 
+/// CPU time (user + system) the calling thread has used, in seconds: what a piece of
+/// work costs, without the time it waited for a CPU (wall time counted that too, and
+/// on a host whose cores the tenants keep busy that was most of it).
+pub fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if r == 0 { ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9 } else { 0.0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_cpu_time_counts_work_and_not_sleep() {
+        let t0 = thread_cpu_secs();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let slept = thread_cpu_secs() - t0;
+        let t1 = thread_cpu_secs();
+        let mut x = 0u64;
+        let start = std::time::Instant::now();
+        while start.elapsed().as_millis() < 50 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let spun = thread_cpu_secs() - t1;
+        assert!(t0 > 0.0);
+        assert!(slept < 0.02, "sleeping used {slept} s of CPU");
+        assert!(spun > slept, "spinning for 50 ms used {spun} s of CPU, sleeping {slept} s");
+    }
 
     #[test]
     fn allocates_a_file_without_holes() {

@@ -1045,6 +1045,9 @@ impl Engine {
     /// come back), turn the tier off and remove it, and remove empty cgroups. Running
     /// tenants keep running, with all their memory, and are re-adopted by the next tierd.
     pub fn shutdown(&mut self) {
+        // Tenants that exited since the last interval count as exited: taken for running,
+        // their empty cgroups (and tierd's whole subtree) were left behind for good.
+        self.reap();
         let running: Vec<TenantName> =
             self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
         for name in &running {

@@ -61,6 +61,20 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
 }
 
 #[test]
+fn a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind() {
+    let _g = serial();
+    // A long interval: the control loop does not notice the exit before the stop does.
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static", "--interval", "60s"]);
+    let out = d.ctl(&["run", "--name", "brief", "--", "sleep", "1"]);
+    let pid: u32 = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(d.cgroup_dir().join("tenants").join("brief").exists(), "{}", d.log());
+    wait_for("the tenant to exit", Duration::from_secs(10), || !alive(pid));
+    let stopped = d.stop();
+    assert!(stopped.success(), "{}", d.log());
+    assert!(!d.cgroup_dir().exists(), "the cgroup subtree is removed: {}", d.log());
+}
+
+#[test]
 fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
     let _g = serial();
     let mut d = Daemon::start(&["--dram-budget", "512M", "--ratio", "2", "--policy", "static", "--interval", "1s"]);

@@ -25,7 +25,8 @@ pub struct TrackerCost {
     pub syscalls: u64,
     /// Failed syscalls so far.
     pub errors: u64,
-    /// CPU-side time spent observing, in seconds, so far.
+    /// CPU time (user + system, on the observing thread) spent observing so far, in
+    /// seconds: the scans and page-outs of sampling, not the time waiting for a CPU.
     pub seconds: f64,
 }
 

@@ -24,7 +24,6 @@
 //! returned fraction × the huge resident bytes it was drawn from.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::time::Instant;
 
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::{Advice, Pidfd};
@@ -391,7 +390,7 @@ impl SamplingTracker {
 
 impl Tracker for SamplingTracker {
     fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64) {
-        let t0 = Instant::now();
+        let t0 = tierd_sys::process::thread_cpu_secs();
         let mut scans: Vec<(u32, Vec<PageRegion>)> = Vec::new();
         let mut mappings: HashMap<u32, mover::Mappings> = HashMap::new();
         for p in procs {
@@ -564,7 +563,7 @@ impl Tracker for SamplingTracker {
         self.huge_sampled_from = huge_from;
         self.counted_whole_bytes = queued + known_hot;
         self.observed = true;
-        self.cost.seconds += t0.elapsed().as_secs_f64();
+        self.cost.seconds += tierd_sys::process::thread_cpu_secs() - t0;
     }
 
     fn activeness(&self) -> Option<Activeness> {
