@@ -103,6 +103,21 @@ pub fn staggered_phases(i: usize, n: usize, on: u64, total: u64) -> String {
     phases.join(",")
 }
 
+/// Steady points run this long and are measured over `[from, to)` seconds: after the
+/// fill and one activeness window (the suite runs tierd with a 30 s window), when
+/// tierd has demoted what was touched only at fill. Measured from 30 s, the steady
+/// figure held that one-time demotion (tier writes of 20–30 MB/s and the TLB flushes
+/// of its page-outs), which plain swap did during the fill, before the measurement.
+const STEADY_SECS: u64 = 125;
+const STEADY_FROM: f64 = 80.0;
+const STEADY_TO: f64 = 120.0;
+
+/// A steady point: `tenants` (built for `STEADY_SECS`) on `budget`, measured over the
+/// steady part of the run.
+fn steady_point(label: impl Into<String>, budget: u64, tenants: Vec<TenantDef>) -> Point {
+    Point::steady(label, budget, STEADY_SECS, tenants, STEADY_FROM, STEADY_TO)
+}
+
 /// Every scenario, memory sizes multiplied by `scale`.
 pub fn catalogue(scale: f64) -> Vec<Scenario> {
     let s = |mib: u64| sc(mib, scale);
@@ -110,7 +125,7 @@ pub fn catalogue(scale: f64) -> Vec<Scenario> {
     let mut out = Vec::new();
 
     // density-2x (seed 000): 2x the tenants a DRAM-only host holds, half of DRAM active.
-    let mut half = Point::steady("1x", gib, 75, steady_tenants("t", 2, s(512), s(128), 75), 30.0, 70.0);
+    let mut half = steady_point("1x", gib, steady_tenants("t", 2, s(512), s(128), STEADY_SECS));
     half.only = Some(vec![Mode::Dram]);
     out.push(Scenario {
         name: "density-2x",
@@ -120,7 +135,7 @@ pub fn catalogue(scale: f64) -> Vec<Scenario> {
             s(128),
             s(1024)
         ),
-        points: vec![half, Point::steady("2x", gib, 75, steady_tenants("t", 4, s(512), s(128), 75), 30.0, 70.0)],
+        points: vec![half, steady_point("2x", gib, steady_tenants("t", 4, s(512), s(128), STEADY_SECS))],
     });
 
     // active-sweep: the 50%/75% guidance against our own numbers.
@@ -135,7 +150,7 @@ pub fn catalogue(scale: f64) -> Vec<Scenario> {
             .iter()
             .map(|&pct| {
                 let hot = s(1024) * pct / 100 / 4;
-                Point::steady(format!("{pct}%"), gib, 75, steady_tenants("t", 4, s(512), hot, 75), 30.0, 70.0)
+                steady_point(format!("{pct}%"), gib, steady_tenants("t", 4, s(512), hot, STEADY_SECS))
             })
             .collect(),
     });
@@ -200,13 +215,10 @@ pub fn catalogue(scale: f64) -> Vec<Scenario> {
     for slow in [None, Some(Throttle::hard_disk(25))] {
         for (label, x10) in [("1.4x", 14u64), ("2x", 20), ("3.4x", 34)] {
             let size = s(1024) * x10 / 10 / 4;
-            let mut p = Point::steady(
+            let mut p = steady_point(
                 format!("{label}{}", if slow.is_some() { " slow" } else { "" }),
                 gib,
-                75,
-                steady_tenants("t", 4, size, s(96), 75),
-                30.0,
-                70.0,
+                steady_tenants("t", 4, size, s(96), STEADY_SECS),
             );
             p.slow = slow;
             points.push(p);
