@@ -88,6 +88,24 @@ pub struct TenantView {
 }
 
 impl TenantView {
+    /// A tenant not measured yet, all of its `footprint` in DRAM: how a tenant about to
+    /// start is planned for (and the policy tests' starting point).
+    pub fn unmeasured(spec: TenantSpec, footprint: u64) -> TenantView {
+        TenantView {
+            spec,
+            footprint,
+            dram: footprint,
+            tier: 0,
+            pinned: 0,
+            quota: None,
+            activeness: None,
+            tier_faults_per_sec: 0.0,
+            tier_faults_per_sec_avg: 0.0,
+            woke_secs_ago: None,
+            regions: Vec::new(),
+        }
+    }
+
     /// The size admission and proportional quotas count: the declared size, or the
     /// measured footprint when that is larger.
     pub fn size(&self) -> u64 {

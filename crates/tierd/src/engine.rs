@@ -693,19 +693,7 @@ impl Engine {
         let rel = self.tenant_rel(&spec.name);
         self.cg.create(&rel).with_context(|| format!("creating cgroup {rel}"))?;
         let mut snap = self.snapshot();
-        snap.tenants.push(TenantView {
-            spec: spec.clone(),
-            footprint,
-            dram: footprint,
-            tier: 0,
-            pinned: 0,
-            quota: None,
-            activeness: None,
-            tier_faults_per_sec: 0.0,
-            tier_faults_per_sec_avg: 0.0,
-            woke_secs_ago: None,
-            regions: Vec::new(),
-        });
+        snap.tenants.push(TenantView::unmeasured(spec.clone(), footprint));
         let quota = policy::plan(self.cfg.policy, &snap).tenant(spec.name.as_str()).and_then(|p| p.quota);
         if let Err(e) = self.cg.set_limit(&rel, quota) {
             let _ = self.cg.remove(&rel);

@@ -44,19 +44,7 @@ pub(crate) mod testutil {
     pub fn tenant(name: &str, size: u64) -> TenantView {
         let mut spec = TenantSpec::new(TenantName::new(name).unwrap());
         spec.size = Some(size);
-        TenantView {
-            spec,
-            footprint: size,
-            dram: size,
-            tier: 0,
-            pinned: 0,
-            quota: None,
-            activeness: None,
-            tier_faults_per_sec: 0.0,
-            tier_faults_per_sec_avg: 0.0,
-            woke_secs_ago: None,
-            regions: Vec::new(),
-        }
+        TenantView::unmeasured(spec, size)
     }
 
     pub fn snap(budget: u64, tenants: Vec<TenantView>) -> Snapshot {

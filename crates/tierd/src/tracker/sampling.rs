@@ -2,16 +2,17 @@
 //! hypervisor's own method.
 //!
 //! Each interval it draws a random sample of the tenant's resident pages in clustered
-//! runs (16 pages: one `process_madvise` iovec costs about a third per page of a
-//! single-page one), unmaps them with `MADV_PAGEOUT`, and at the next interval reads
-//! with `PAGEMAP_SCAN` which came back. The returned fraction × resident size, plus the
-//! memory that became resident during the interval (faults from the tier and fresh
-//! allocations), estimates the memory touched in that interval; the estimates are
-//! averaged over the window, with a 95% confidence interval from the spread between
-//! clusters. Samples that did not come back are re-checked through the window, so a
-//! region's heat is the time since any of its pages was last seen touched (reuse
-//! times), not just the last interval's verdict. The sample size adapts per tenant to
-//! keep the window estimate within ±5%, between `min_pages` and `max_pages`.
+//! runs (4 pages, see [`SamplingConfig::new`]: a run costs less per page than single
+//! pages, and short runs still reach every region), unmaps them with `MADV_PAGEOUT`,
+//! and at the next interval reads with `PAGEMAP_SCAN` which came back. The returned
+//! fraction × resident size, plus the memory that became resident during the interval
+//! (faults from the tier and fresh allocations), estimates the memory touched in that
+//! interval; the estimates are averaged over the window, with a 95% confidence interval
+//! from the spread between clusters. Samples that did not come back are re-checked
+//! through the window, so a region's heat is the time since any of its pages was last
+//! seen touched (reuse times), not just the last interval's verdict. The sample size
+//! adapts per tenant to keep the window estimate within ±5%, between `min_pages` and
+//! `max_pages`.
 //!
 //! Refaults of sampled hot pages are minor faults (the pages wait in the swap cache).
 //!
