@@ -42,7 +42,7 @@ pub struct Overhead {
     /// The trackers' own thread CPU over the window, in % of one core (tierd policy only).
     pub tracker_cpu_percent: Option<f64>,
     /// Pages the trackers sampled in their last interval, all tenants together.
-    pub sample_pages: u64,
+    pub sample_pages: Option<u64>,
     pub rss_bytes: u64,
 }
 
@@ -137,12 +137,11 @@ fn overhead(policy: &str, n: usize, each: u64, interval: &str, window: Duration)
     })?;
     sleep(Duration::from_secs(5))?;
     let pid = t.pid();
-    let tracked = |s: &tierd::api::Status| s.tenants.iter().map(|x| x.tracker_seconds).sum::<f64>();
     let c0 = cpu_seconds(pid);
-    let tr0 = tracked(&t.status()?);
+    let mut last = t.status()?;
+    let tr0 = last.tracker_seconds();
     let start = Instant::now();
     let mut rss = 0;
-    let mut last = t.status()?;
     while start.elapsed() < window {
         rss = rss.max(rss_bytes(pid));
         // Status calls are part of a real deployment's load too: one every 5 s.
@@ -150,11 +149,11 @@ fn overhead(policy: &str, n: usize, each: u64, interval: &str, window: Duration)
         sleep(Duration::from_secs(5))?;
     }
     let secs = start.elapsed().as_secs_f64();
-    let tracker_cpu_percent = (policy == "tierd").then(|| (tracked(&last) - tr0) / secs * 100.0);
+    let tracking = policy == "tierd";
     Ok(Overhead {
         policy: policy.into(),
-        tracker_cpu_percent,
-        sample_pages: last.tenants.iter().map(|x| x.tracker_sample_pages).sum(),
+        tracker_cpu_percent: tracking.then(|| (last.tracker_seconds() - tr0) / secs * 100.0),
+        sample_pages: tracking.then(|| last.tenants.iter().map(|x| x.tracker_sample_pages).sum()),
         tenants: n,
         tenant_bytes: each,
         interval: interval.into(),
@@ -238,7 +237,7 @@ fn markdown(r: &EngineResults) -> String {
             o.window_secs,
             o.cpu_percent,
             o.tracker_cpu_percent.map_or("—".into(), |c| format!("{c:.2}")),
-            if o.policy == "tierd" { o.sample_pages.to_string() } else { "—".into() },
+            o.sample_pages.map_or("—".into(), |n| n.to_string()),
             human(o.rss_bytes)
         );
     }

@@ -236,7 +236,7 @@ pub fn run(
     let status = t.status().ok();
     let health = status.as_ref().map(|s| s.active_health.clone()).unwrap_or_default();
     let tracker_cpu_per_8gib = status.and_then(|s| {
-        let secs: f64 = s.tenants.iter().map(|t| t.tracker_seconds).sum();
+        let secs = s.tracker_seconds();
         let tracked: u64 = s.tenants.iter().map(|t| t.size_bytes).sum();
         (secs > 0.0 && tracked > 0)
             .then(|| secs / started.elapsed().as_secs_f64() * 100.0 * (8u64 << 30) as f64 / tracked as f64)

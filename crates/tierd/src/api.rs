@@ -131,6 +131,13 @@ pub struct Status {
     pub tenants: Vec<TenantStatus>,
 }
 
+impl Status {
+    /// CPU seconds all running tenants' trackers have spent so far (tierd policy only).
+    pub fn tracker_seconds(&self) -> f64 {
+        self.tenants.iter().map(|t| t.tracker_seconds).sum()
+    }
+}
+
 /// The tier device.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct TierStatus {
