@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps curl:curl)
+# redis-server: the benchmark suite's Redis tenants (tierd itself does not need it).
+tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps curl:curl redis-server:redis-server)
 [ "${1:-}" = "--with-browser" ] && tools+=(chromium:chromium python3:python3)
 need_apt=()
 for tool in "${tools[@]}"; do
@@ -13,6 +14,13 @@ for tool in "${tools[@]}"; do
 done
 if ((${#need_apt[@]})); then
   echo "setup: installing ${need_apt[*]}"
+  # Debian starts a package's service (a redis on port 6379) when it installs it; the
+  # suite starts its own servers, so keep services down unless a policy already decides.
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
 

@@ -61,6 +61,8 @@ pub struct Tierd {
     child: Option<Child>,
     cgroup_name: String,
     pids: Vec<u32>,
+    /// Load generators outside tierd (the clients of server tenants).
+    clients: Vec<Child>,
 }
 
 impl Tierd {
@@ -86,7 +88,7 @@ impl Tierd {
             .stderr(log)
             .spawn()
             .context("starting tierd")?;
-        let mut t = Tierd { dir, socket, child: Some(child), cgroup_name, pids: Vec::new() };
+        let mut t = Tierd { dir, socket, child: Some(child), cgroup_name, pids: Vec::new(), clients: Vec::new() };
         let end = Instant::now() + Duration::from_secs(60);
         while call(&t.socket, &Request::Status, Duration::from_secs(5)).is_err() {
             if let Some(st) = t.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -137,6 +139,27 @@ impl Tierd {
         self.run(spec, argv)
     }
 
+    /// Starts `tierd-bench ARGS` outside tierd as the client of tenant `name`: its own
+    /// memory and CPU are not the tenant's. Output to `NAME.client.{out,err}`.
+    pub fn spawn_client(&mut self, name: &str, args: &[String]) -> anyhow::Result<()> {
+        let out = std::fs::File::create(self.dir.join(format!("{name}.client.out")))?;
+        let err = std::fs::File::create(self.dir.join(format!("{name}.client.err")))?;
+        let child = Command::new(sibling("tierd-bench")?)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .with_context(|| format!("starting the client of {name}"))?;
+        self.clients.push(child);
+        Ok(())
+    }
+
+    /// What the client of tenant `name` printed.
+    pub fn client_stdout(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{name}.client.out"))).unwrap_or_default()
+    }
+
     pub fn tenant_stdout(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.join("state/tenants").join(name).join("stdout")).unwrap_or_default()
     }
@@ -166,6 +189,10 @@ fn alive(pid: u32) -> bool {
 
 impl Drop for Tierd {
     fn drop(&mut self) {
+        for c in &mut self.clients {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
         for &pid in &self.pids {
             if alive(pid) {
                 kill(pid, "KILL");

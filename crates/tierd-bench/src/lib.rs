@@ -9,6 +9,7 @@ pub mod latency;
 pub mod machine;
 pub mod metrics_bench;
 pub mod qmp;
+pub mod redis_load;
 pub mod report;
 pub mod scenario;
 pub mod suite;

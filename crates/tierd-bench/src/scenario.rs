@@ -71,6 +71,18 @@ impl Mode {
     }
 }
 
+/// What a tenant runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum App {
+    /// The workload generator, with the tenant's size, hot set and phases.
+    Workload,
+    /// `redis-server` holding `keys` values of `value_size` bytes, driven from outside
+    /// the tenant (so the client's memory and CPU are not the tenant's) by
+    /// `tierd-bench redis-client` with the tenant's phases; its hot set is `hot` bytes
+    /// of values.
+    Redis { keys: u64, value_size: usize },
+}
+
 /// One tenant of a scenario.
 #[derive(Debug, Clone)]
 pub struct TenantDef {
@@ -83,6 +95,7 @@ pub struct TenantDef {
     pub report: &'static str,
     /// Back the tenant's memory with transparent huge pages.
     pub thp: bool,
+    pub app: App,
 }
 
 impl TenantDef {
@@ -96,7 +109,19 @@ impl TenantDef {
             shares: 100,
             report: "1s",
             thp: false,
+            app: App::Workload,
         }
+    }
+
+    /// A Redis tenant with `data_mib` of 1000-byte values, a tenth of them hot. Its
+    /// size is what redis-server takes for them (measured: 1.12 GiB for 1 GiB).
+    pub fn redis(name: impl Into<String>, data_mib: u64, phases: impl Into<String>) -> TenantDef {
+        const VALUE: u64 = 1000;
+        let keys = data_mib * MIB / VALUE;
+        let mut d = TenantDef::new(name, data_mib * 9 / 8, 0, phases);
+        d.hot = keys.div_ceil(10) * VALUE;
+        d.app = App::Redis { keys, value_size: VALUE as usize };
+        d
     }
 }
 
@@ -168,14 +193,55 @@ pub fn parse_reports(stdout: &str) -> Vec<Report> {
     stdout.lines().filter(|l| l.starts_with("{\"t\"")).filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
-/// Starts a fresh tierd in `mode` and the scenario's tenants under it.
+/// Starts a fresh tierd in `mode` and the scenario's tenants under it (and the clients
+/// of those that are servers).
 pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyhow::Result<Tierd> {
+    if tenants.iter().any(|d| matches!(d.app, App::Redis { .. })) && which("redis-server").is_none() {
+        anyhow::bail!("redis-server is not installed (Debian: apt-get install redis-server)");
+    }
     let mut t = Tierd::start(&mode.args(budget, ratio))?;
     for d in tenants {
         let mut spec = tierd_core::tenant::TenantSpec::new(tierd_core::TenantName::new(&d.name)?);
         spec.size = Some(d.size);
         spec.reserve = d.reserve;
         spec.shares = d.shares;
+        if let App::Redis { keys, value_size } = d.app {
+            let socket = t.dir.join(format!("{}.redis.sock", d.name));
+            let server = [
+                "redis-server",
+                "--port",
+                "0",
+                "--unixsocket",
+                &socket.to_string_lossy(),
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                &t.dir.to_string_lossy(),
+            ];
+            t.run(spec, server.iter().map(|s| s.to_string()).collect())?;
+            let client = [
+                "redis-client".to_string(),
+                "--socket".into(),
+                socket.to_string_lossy().to_string(),
+                "--keys".into(),
+                keys.to_string(),
+                "--value-size".into(),
+                value_size.to_string(),
+                "--hot-keys".into(),
+                (d.hot / value_size as u64).max(1).to_string(),
+                "--phase".into(),
+                d.phases.clone(),
+                "--json".into(),
+                "--report".into(),
+                d.report.into(),
+            ];
+            t.spawn_client(&d.name, &client)?;
+            continue;
+        }
         let mut argv = vec![
             crate::harness::sibling("tierd-bench")?.to_string_lossy().to_string(),
             "workload".into(),
@@ -246,9 +312,20 @@ pub fn run(
     let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
     let runs = tenants
         .iter()
-        .map(|d| TenantRun { name: d.name.clone(), reports: parse_reports(&t.tenant_stdout(&d.name)) })
+        .map(|d| {
+            let out = match d.app {
+                App::Workload => t.tenant_stdout(&d.name),
+                App::Redis { .. } => t.client_stdout(&d.name),
+            };
+            TenantRun { name: d.name.clone(), reports: parse_reports(&out) }
+        })
         .collect();
     Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events, health, tracker_cpu_per_8gib })
+}
+
+/// Where `prog` is on `PATH`.
+fn which(prog: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(prog)).find(|p| p.is_file())
 }
 
 #[cfg(test)]

@@ -140,12 +140,12 @@ pub struct Summary {
 }
 
 /// Zipf(s = 0.99) over `n` ranks by inverse CDF, ranks scattered over the hot pages.
-struct Zipf {
+pub(crate) struct Zipf {
     cdf: Vec<f64>,
 }
 
 impl Zipf {
-    fn new(n: usize) -> Zipf {
+    pub(crate) fn new(n: usize) -> Zipf {
         let mut cdf = Vec::with_capacity(n);
         let mut acc = 0.0;
         for k in 1..=n {
@@ -158,7 +158,7 @@ impl Zipf {
         Zipf { cdf }
     }
 
-    fn sample(&self, u: f64) -> usize {
+    pub(crate) fn sample(&self, u: f64) -> usize {
         self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)
     }
 }
@@ -195,13 +195,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
 
     let zipf = (s.pattern == Pattern::Zipf).then(|| Zipf::new(hot_pages));
     // Scatter Zipf ranks over the hot set so the hottest pages are not adjacent.
-    let stride = {
-        let mut st = (hot_pages as u64 * 7 / 11) | 1;
-        while gcd(st, hot_pages as u64) != 1 {
-            st += 2;
-        }
-        st as usize
-    };
+    let stride = scatter_stride(hot_pages);
     let mut rng = fastrand::Rng::with_seed(s.seed ^ 0x5EED);
     let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
     let mut window = total.clone();
@@ -221,23 +215,9 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                 break;
             }
             if now >= next_report {
-                let dt = (now - window_start).as_secs_f64();
-                emit(
-                    s.json,
-                    &Report {
-                        t: (now - t0).as_secs_f64(),
-                        unix: std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0.0, |d| d.as_secs_f64()),
-                        phase: phase.kind,
-                        ops: window_ops,
-                        ops_per_sec: window_ops as f64 / dt,
-                        p50_us: window.value_at_quantile(0.5) as f64 / 1000.0,
-                        p99_us: window.value_at_quantile(0.99) as f64 / 1000.0,
-                        p999_us: window.value_at_quantile(0.999) as f64 / 1000.0,
-                        hot_huge: s.huge.then(|| huge_share(&mem, s.hot_offset, s.hot)),
-                    },
-                );
+                let mut r = Report::of_window(now - t0, phase.kind, window_ops, now - window_start, &window);
+                r.hot_huge = s.huge.then(|| huge_share(&mem, s.hot_offset, s.hot));
+                emit(s.json, &r);
                 window.reset();
                 window_ops = 0;
                 window_start = now;
@@ -341,7 +321,35 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-fn emit(json: bool, r: &Report) {
+/// A stride coprime to `n`: `rank * stride % n` visits every slot once, spreading
+/// neighbouring ranks (the hottest items) far apart.
+pub(crate) fn scatter_stride(n: usize) -> usize {
+    let mut st = (n as u64 * 7 / 11) | 1;
+    while gcd(st, n as u64) != 1 {
+        st += 2;
+    }
+    st as usize
+}
+
+impl Report {
+    /// The report of a window of `ops` operations over `dt`, `t` into the run, with
+    /// latencies (ns) in `hist`.
+    pub(crate) fn of_window(t: Duration, phase: PhaseKind, ops: u64, dt: Duration, hist: &Histogram<u64>) -> Report {
+        Report {
+            t: t.as_secs_f64(),
+            unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
+            phase,
+            ops,
+            ops_per_sec: ops as f64 / dt.as_secs_f64().max(1e-9),
+            p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
+            p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
+            p999_us: hist.value_at_quantile(0.999) as f64 / 1000.0,
+            hot_huge: None,
+        }
+    }
+}
+
+pub(crate) fn emit(json: bool, r: &Report) {
     if json {
         println!("{}", serde_json::to_string(r).unwrap_or_default());
     } else {

@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use tierd_bench::redis_load;
 use tierd_bench::workload::{self, Pattern, Phase, PhaseKind, Settings};
 use tierd_core::ByteSize;
 
@@ -56,10 +57,45 @@ enum Cmd {
         #[arg(long)]
         no_verify_all: bool,
     },
+    /// The client of a Redis tenant: loads KEYS values into a redis-server, then runs
+    /// Zipf-skewed GETs and SETs on a hot set of them, printing throughput and latency
+    /// like `workload`; every GET is checked, and a lost or wrong value ends it with an
+    /// error.
+    RedisClient {
+        /// The server's Unix socket.
+        #[arg(long)]
+        socket: std::path::PathBuf,
+        /// Keys to load and use.
+        #[arg(long)]
+        keys: u64,
+        /// Bytes per value.
+        #[arg(long, default_value_t = 1000)]
+        value_size: usize,
+        /// Keys in the hot set (default: a tenth of the keys).
+        #[arg(long)]
+        hot_keys: Option<u64>,
+        /// Fraction of operations that are SETs (0..=1).
+        #[arg(long, default_value_t = 0.1)]
+        set_ratio: f64,
+        /// Phases, e.g. active:2m or active:30s,idle:1m,active:1m (sweep: all keys).
+        #[arg(long, default_value = "active:30s")]
+        phase: String,
+        /// Report interval.
+        #[arg(long, default_value = "1s")]
+        report: String,
+        /// JSON lines instead of text.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The keys are already loaded.
+        #[arg(long)]
+        no_load: bool,
+    },
     /// The benchmark suite: each scenario in each mode side by side, repeated; writes
     /// results.json, report.md and SVG charts to --out. Scenarios: density-2x,
     /// active-sweep, wake-up, login-storm, overcommit-sweep, noisy-neighbour,
-    /// contention (all when none is named). A full run takes hours; the estimate is
+    /// contention, redis (all when none is named; a point as SCENARIO/POINT). A full run takes hours; the estimate is
     /// printed first.
     Run {
         /// Scenarios to run (default: all).
@@ -305,6 +341,26 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
+        Cmd::RedisClient { socket, keys, value_size, hot_keys, set_ratio, phase, report, json, seed, no_load } => {
+            if !(0.0..=1.0).contains(&set_ratio) {
+                anyhow::bail!("--set-ratio {set_ratio} must be between 0 and 1");
+            }
+            let settings = redis_load::Settings {
+                socket,
+                keys,
+                value_size,
+                hot_keys: hot_keys.unwrap_or(keys.div_ceil(10)),
+                set_ratio,
+                phases: workload::parse_phases(&phase)?,
+                report: workload::humantime_like(&report).context("--report")?,
+                json,
+                seed,
+                no_load,
+            };
+            let summary = redis_load::run(&settings, stop_on_signal()?)?;
+            println!("{}", serde_json::to_string(&summary)?);
+            Ok(0)
+        }
         Cmd::Workload {
             size,
             hot,
@@ -329,10 +385,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     duration: workload::humantime_like(&duration).context("--duration")?,
                 }],
             };
-            let stop = Arc::new(AtomicBool::new(false));
-            for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-                signal_hook::flag::register(sig, Arc::clone(&stop))?;
-            }
+            let stop = stop_on_signal()?;
             let settings = Settings {
                 size: size.0 as usize,
                 hot: hot.0 as usize,
@@ -351,4 +404,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(if summary.corrupt_pages > 0 { 2 } else { 0 })
         }
     }
+}
+
+/// A flag SIGTERM and SIGINT raise, so a tenant ends its run gracefully (and reports).
+fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
 }
