@@ -6,12 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # redis-server: the benchmark suite's Redis tenants (tierd itself does not need it).
-tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps curl:curl redis-server:redis-server)
+tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps curl:curl setpriv:util-linux
+  redis-server:redis-server)
 [ "${1:-}" = "--with-browser" ] && tools+=(chromium:chromium python3:python3)
 need_apt=()
 for tool in "${tools[@]}"; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")
 done
+# PostgreSQL (server and pgbench): the suite's PostgreSQL tenants.
+compgen -G '/usr/lib/postgresql/*/bin/pgbench' >/dev/null || need_apt+=(postgresql postgresql-contrib)
 if ((${#need_apt[@]})); then
   echo "setup: installing ${need_apt[*]}"
   # Debian starts a package's service (a redis on port 6379) when it installs it; the

@@ -189,9 +189,28 @@ fn alive(pid: u32) -> bool {
 
 impl Drop for Tierd {
     fn drop(&mut self) {
+        // Clients first (a pg-client stops its pgbench on SIGTERM), then the tenants: a
+        // server asked to stop (SIGINT: PostgreSQL's fast shutdown) takes its own
+        // processes and shared memory with it; what is still alive after 10 s is killed.
+        for c in &self.clients {
+            kill(c.id(), "TERM");
+        }
+        let end = Instant::now() + Duration::from_secs(10);
         for c in &mut self.clients {
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = c.kill();
             let _ = c.wait();
+        }
+        for &pid in &self.pids {
+            if alive(pid) {
+                kill(pid, "INT");
+            }
+        }
+        let end = Instant::now() + Duration::from_secs(10);
+        while self.pids.iter().any(|&p| alive(p)) && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(50));
         }
         for &pid in &self.pids {
             if alive(pid) {

@@ -8,6 +8,7 @@ pub mod huge_bench;
 pub mod latency;
 pub mod machine;
 pub mod metrics_bench;
+pub mod pg_load;
 pub mod qmp;
 pub mod redis_load;
 pub mod report;

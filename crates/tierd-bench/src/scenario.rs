@@ -81,6 +81,9 @@ pub enum App {
     /// `tierd-bench redis-client` with the tenant's phases; its hot set is `hot` bytes
     /// of values.
     Redis { keys: u64, value_size: usize },
+    /// PostgreSQL with a pgbench database of `scale` and `shared_buffers_mib` of shared
+    /// buffers, driven from outside the tenant by `tierd-bench pg-client`.
+    Postgres { scale: u32, shared_buffers_mib: u64 },
 }
 
 /// One tenant of a scenario.
@@ -121,6 +124,17 @@ impl TenantDef {
         let mut d = TenantDef::new(name, data_mib * 9 / 8, 0, phases);
         d.hot = keys.div_ceil(10) * VALUE;
         d.app = App::Redis { keys, value_size: VALUE as usize };
+        d
+    }
+
+    /// A PostgreSQL tenant with a pgbench database of `scale` (~15 MiB each) and a
+    /// quarter of it, at least 16 MiB, as shared buffers. Its size is the database
+    /// (in the page cache) and the buffers.
+    pub fn postgres(name: impl Into<String>, scale: u32, phases: impl Into<String>) -> TenantDef {
+        let db_mib = scale as u64 * 15;
+        let shared_buffers_mib = (db_mib / 4).max(16);
+        let mut d = TenantDef::new(name, db_mib + shared_buffers_mib, 0, phases);
+        d.app = App::Postgres { scale, shared_buffers_mib };
         d
     }
 }
@@ -242,6 +256,28 @@ pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyh
             t.spawn_client(&d.name, &client)?;
             continue;
         }
+        if let App::Postgres { scale, shared_buffers_mib } = d.app {
+            let data = t.dir.join(format!("{}.pg", d.name));
+            let sock = t.dir.join(format!("{}.pgsock", d.name));
+            crate::pg_load::initdb(&data, &sock)?;
+            t.run(spec, crate::pg_load::server_argv(&data, &sock, shared_buffers_mib)?)?;
+            let client = [
+                "pg-client".to_string(),
+                "--host".into(),
+                sock.to_string_lossy().to_string(),
+                "--scale".into(),
+                scale.to_string(),
+                "--phase".into(),
+                d.phases.clone(),
+                "--json".into(),
+                "--report".into(),
+                d.report.into(),
+                "--work".into(),
+                t.dir.join(format!("{}.pgbench", d.name)).to_string_lossy().to_string(),
+            ];
+            t.spawn_client(&d.name, &client)?;
+            continue;
+        }
         let mut argv = vec![
             crate::harness::sibling("tierd-bench")?.to_string_lossy().to_string(),
             "workload".into(),
@@ -315,7 +351,7 @@ pub fn run(
         .map(|d| {
             let out = match d.app {
                 App::Workload => t.tenant_stdout(&d.name),
-                App::Redis { .. } => t.client_stdout(&d.name),
+                App::Redis { .. } | App::Postgres { .. } => t.client_stdout(&d.name),
             };
             TenantRun { name: d.name.clone(), reports: parse_reports(&out) }
         })

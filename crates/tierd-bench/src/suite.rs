@@ -112,9 +112,10 @@ const STEADY_SECS: u64 = 125;
 const STEADY_FROM: f64 = 80.0;
 const STEADY_TO: f64 = 120.0;
 
-/// Time a Redis point allows its clients to load before their phases start (4 × 1 GiB
-/// took ~5 s each alone; they load side by side, under the memory limit).
-const REDIS_LOAD_SECS: u64 = 35;
+/// Time a Redis or PostgreSQL point allows its clients to load their servers before
+/// their phases start (1 GiB of Redis values took ~5 s alone; four load side by side,
+/// under the memory limit).
+const SERVER_LOAD_SECS: u64 = 35;
 
 /// A steady point: `tenants` (built for `STEADY_SECS`) on `budget`, measured over the
 /// steady part of the run.
@@ -271,7 +272,26 @@ pub fn catalogue(scale: f64) -> Vec<Scenario> {
             s(1024),
             budget / MIB
         ),
-        points: vec![Point::steady("2x", budget, STEADY_SECS + REDIS_LOAD_SECS, tenants, STEADY_FROM, STEADY_TO)],
+        points: vec![Point::steady("2x", budget, STEADY_SECS + SERVER_LOAD_SECS, tenants, STEADY_FROM, STEADY_TO)],
+    });
+
+    // postgres: real databases at 2x density, pgbench's transactions on a Zipf hot set.
+    let tenants: Vec<TenantDef> = (1..=4)
+        .map(|i| TenantDef::postgres(format!("pg{i}"), sc(48, scale) as u32, format!("active:{STEADY_SECS}s")))
+        .collect();
+    let budget = tenants.iter().map(|t| t.size).sum::<u64>() / 2;
+    out.push(Scenario {
+        name: "postgres",
+        description: format!(
+            "4 PostgreSQL tenants (pgbench scale {}: ~{} MiB of tables and indexes each, a quarter of that as \
+             shared buffers; no fsync), each initialised and driven by its own pgbench (one connection, outside the \
+             tenant) running TPC-B's account update and read on accounts drawn Zipf(1.01); {} MiB of DRAM: 2x \
+             density. Figures are transactions/s and p99, measured from when initialisation finished",
+            sc(48, scale),
+            sc(48, scale) * 15,
+            budget / MIB
+        ),
+        points: vec![Point::steady("2x", budget, STEADY_SECS + SERVER_LOAD_SECS, tenants, STEADY_FROM, STEADY_TO)],
     });
 
     // contention: active memory above DRAM; does DRAM go where the operator said?
@@ -698,6 +718,7 @@ mod tests {
             "noisy-neighbour",
             "contention",
             "redis",
+            "postgres",
         ] {
             assert!(names.contains(&n), "{n} missing from {names:?}");
         }

@@ -5,8 +5,8 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tierd_bench::redis_load;
 use tierd_bench::workload::{self, Pattern, Phase, PhaseKind, Settings};
+use tierd_bench::{pg_load, redis_load};
 use tierd_core::ByteSize;
 
 /// Workloads and benchmarks for tierd.
@@ -92,10 +92,36 @@ enum Cmd {
         #[arg(long)]
         no_load: bool,
     },
+    /// The client of a PostgreSQL tenant: initialises the database with pgbench at
+    /// --scale, then runs pgbench's account update and read (accounts drawn Zipf)
+    /// through the phases, printing throughput and latency like `workload`.
+    PgClient {
+        /// The server's socket directory.
+        #[arg(long)]
+        host: std::path::PathBuf,
+        /// pgbench scale factor (100,000 accounts, ~15 MiB, each).
+        #[arg(long)]
+        scale: u32,
+        /// Phases, e.g. active:2m or active:30s,idle:1m,active:1m.
+        #[arg(long, default_value = "active:30s")]
+        phase: String,
+        /// Report interval.
+        #[arg(long, default_value = "1s")]
+        report: String,
+        /// JSON lines instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The database is already initialised.
+        #[arg(long)]
+        no_load: bool,
+        /// Directory for pgbench's transaction logs (default: a new one under /tmp).
+        #[arg(long)]
+        work: Option<std::path::PathBuf>,
+    },
     /// The benchmark suite: each scenario in each mode side by side, repeated; writes
     /// results.json, report.md and SVG charts to --out. Scenarios: density-2x,
     /// active-sweep, wake-up, login-storm, overcommit-sweep, noisy-neighbour,
-    /// contention, redis (all when none is named; a point as SCENARIO/POINT). A full run takes hours; the estimate is
+    /// contention, redis, postgres (all when none is named; a point as SCENARIO/POINT). A full run takes hours; the estimate is
     /// printed first.
     Run {
         /// Scenarios to run (default: all).
@@ -359,6 +385,26 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             let summary = redis_load::run(&settings, stop_on_signal()?)?;
             println!("{}", serde_json::to_string(&summary)?);
+            Ok(0)
+        }
+        Cmd::PgClient { host, scale, phase, report, json, no_load, work } => {
+            let own_work = work.is_none();
+            let work =
+                work.unwrap_or_else(|| std::env::temp_dir().join(format!("tierd-pg-client-{}", std::process::id())));
+            let settings = pg_load::Settings {
+                host,
+                scale,
+                phases: workload::parse_phases(&phase)?,
+                report: workload::humantime_like(&report).context("--report")?,
+                json,
+                no_load,
+                work: work.clone(),
+            };
+            let summary = pg_load::run(&settings, stop_on_signal()?);
+            if own_work {
+                let _ = std::fs::remove_dir_all(&work);
+            }
+            println!("{}", serde_json::to_string(&summary?)?);
             Ok(0)
         }
         Cmd::Workload {
