@@ -83,6 +83,9 @@ pub struct RawTracker {
     pub sample_pages: Option<u32>,
     /// Length of the sliding activeness window ("hot" = touched within it).
     pub window: Option<String>,
+    /// CPU the trackers may use, % of one core per 8 GiB tracked; sample sizes shrink
+    /// to stay within it (0: no cap).
+    pub cpu_budget: Option<f64>,
 }
 
 /// The configuration file as written; every key is optional.
@@ -131,6 +134,8 @@ pub struct TierConfig {
 pub struct TrackerConfig {
     pub sample_pages: u32,
     pub window: Duration,
+    /// % of one core per 8 GiB tracked; 0 for no cap.
+    pub cpu_budget: f64,
 }
 
 /// A validated configuration the daemon can run on.
@@ -217,6 +222,10 @@ impl RawConfig {
         if !(16..=65536).contains(&sample_pages) {
             errs.push(format!("tracker.sample_pages {sample_pages} must be between 16 and 65536"));
         }
+        let cpu_budget = self.tracker.cpu_budget.unwrap_or(0.9);
+        if !(0.0..=100.0).contains(&cpu_budget) {
+            errs.push(format!("tracker.cpu_budget {cpu_budget} must be a percentage of one core, 0 to 100"));
+        }
         let window =
             parse_duration("tracker.window", self.tracker.window.as_deref(), Duration::from_secs(60), &mut errs);
         if window < interval {
@@ -240,7 +249,7 @@ impl RawConfig {
             cgroup_name,
             http: self.http.clone(),
             tier: TierConfig { path, size, backing: self.tier.backing, force: self.tier.force, embedded },
-            tracker: TrackerConfig { sample_pages, window },
+            tracker: TrackerConfig { sample_pages, window, cpu_budget },
         })
     }
 }
@@ -276,6 +285,7 @@ mod tests {
         assert_eq!(c.tier.size, 12 * GIB + MIB);
         assert!(c.tier.embedded);
         assert_eq!(c.tracker.window, Duration::from_secs(60));
+        assert_eq!(c.tracker.cpu_budget, 0.9, "the trackers stay under 1% of a core per 8 GiB");
     }
 
     #[test]
@@ -295,12 +305,15 @@ mod tests {
     #[test]
     fn every_problem_is_reported() {
         let raw = RawConfig::from_toml(
-            "dram_budget = \"32G\"\nratio = 0\ninterval = \"soon\"\nstate_dir = \"rel\"\ncgroup_name = \"../x\"\n",
+            "dram_budget = \"32G\"\nratio = 0\ninterval = \"soon\"\nstate_dir = \"rel\"\ncgroup_name = \"../x\"\n\
+             [tracker]\ncpu_budget = -1\n",
         )
         .unwrap();
         let ConfigError::Invalid(errs) = raw.validate(HOST).unwrap_err() else { panic!() };
         let all = errs.join("\n");
-        for want in ["dram_budget 32 GiB", "ratio 0", "interval `soon`", "state_dir rel", "cgroup_name"] {
+        for want in
+            ["dram_budget 32 GiB", "ratio 0", "interval `soon`", "state_dir rel", "cgroup_name", "cpu_budget -1"]
+        {
             assert!(all.contains(want), "missing {want:?} in {all}");
         }
     }

@@ -425,7 +425,8 @@ impl Engine {
             self.cfg.tracker.sample_pages,
             self.cfg.tracker.window.as_secs_f64(),
             self.cfg.interval.as_secs_f64(),
-        );
+        )
+        .with_cpu_budget(self.cfg.tracker.cpu_budget);
         for (i, t) in self.tenants.values_mut().filter(|t| t.is_running()).enumerate() {
             let proc = self.proc.clone();
             let tracker = t

@@ -44,6 +44,8 @@ const HUGE_RECHECK_INTERVALS: f64 = 20.0;
 const CANARIES: usize = 2;
 /// How long the peak activeness is remembered (what a waking tenant gets back).
 const PEAK_HORIZON_SECS: f64 = 1800.0;
+/// The fewest pages a CPU budget leaves a tenant's sample (16 runs of 4).
+const BUDGET_FLOOR_PAGES: u32 = 64;
 
 /// Settings of a sampling tracker.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +60,9 @@ pub struct SamplingConfig {
     pub interval_secs: f64,
     /// Target half-width of the window estimate's 95% confidence interval, relative.
     pub target_rel_ci: f64,
+    /// CPU the tracker may use, as a fraction of one core per 8 GiB it tracks; 0 for
+    /// no cap. A tight budget shrinks the sample and widens the confidence interval.
+    pub cpu_budget: f64,
 }
 
 impl SamplingConfig {
@@ -72,7 +77,13 @@ impl SamplingConfig {
             window_secs,
             interval_secs,
             target_rel_ci: 0.05,
+            cpu_budget: 0.0,
         }
+    }
+
+    /// The same with a CPU budget of `percent` of one core per 8 GiB tracked.
+    pub fn with_cpu_budget(self, percent: f64) -> SamplingConfig {
+        SamplingConfig { cpu_budget: percent / 100.0, ..self }
     }
 }
 
@@ -154,6 +165,10 @@ pub struct SamplingTracker {
     peaks: VecDeque<(f64, u64)>,
     observed: bool,
     cost: TrackerCost,
+    /// The most pages the CPU budget allows per interval, and when the last
+    /// observation ended (to know what the budget was over it).
+    budget_pages: u32,
+    last_observed: Option<f64>,
 }
 
 impl SamplingTracker {
@@ -174,7 +189,25 @@ impl SamplingTracker {
             peaks: VecDeque::new(),
             observed: false,
             cost: TrackerCost::default(),
+            budget_pages: u32::MAX,
+            last_observed: None,
         }
+    }
+
+    /// After an observation that took `spent` CPU seconds with `drawn` pages sampled,
+    /// over a tenant of `tracked` bytes: the pages the budget allows next. A page-out
+    /// costs about the same per page, and scanning a fixed amount per interval, so
+    /// scaling the sample by budget / spent converges on the sample the budget buys.
+    fn update_budget(&mut self, spent: f64, drawn: u64, tracked: u64, now: f64) {
+        let Some(prev) = self.last_observed.replace(now) else { return };
+        if self.cfg.cpu_budget <= 0.0 || drawn == 0 || spent <= 0.0 {
+            return;
+        }
+        let budget = self.cfg.cpu_budget * (now - prev).max(0.0) * tracked as f64 / (8u64 << 30) as f64;
+        let allowed = drawn as f64 * budget / spent;
+        // Half-way each interval: one slow interval (a busy CPU) does not halve it.
+        let was = if self.budget_pages == u32::MAX { allowed } else { self.budget_pages as f64 };
+        self.budget_pages = ((was + allowed) / 2.0).clamp(BUDGET_FLOOR_PAGES as f64, u32::MAX as f64 - 1.0) as u32;
     }
 
     /// Pages sampled per interval now (after adaptation).
@@ -523,7 +556,7 @@ impl Tracker for SamplingTracker {
             } else if rel < self.cfg.target_rel_ci / 2.5 {
                 self.pages = (self.pages as f64 / 1.25) as u32;
             }
-            self.pages = self.pages.clamp(self.cfg.min_pages, self.cfg.max_pages);
+            self.pages = self.pages.clamp(self.cfg.min_pages, self.cfg.max_pages).min(self.budget_pages);
         }
         while self.history.front().is_some_and(|e| now - e.at > window) {
             self.history.pop_front();
@@ -559,12 +592,17 @@ impl Tracker for SamplingTracker {
             }
         }
         self.cost.sample_pages = samples.iter().map(|s| s.len / PAGE).sum();
+        // The samples were taken off their regions' resident bytes above.
+        let samples_bytes = self.cost.sample_pages * PAGE;
         self.fresh = samples;
         self.sampled_from = from;
         self.huge_sampled_from = huge_from;
         self.counted_whole_bytes = queued + known_hot;
         self.observed = true;
-        self.cost.seconds += tierd_sys::process::thread_cpu_secs() - t0;
+        let spent = tierd_sys::process::thread_cpu_secs() - t0;
+        self.cost.seconds += spent;
+        let tracked = self.regions.values().map(|r| r.present + r.swapped).sum::<u64>() + samples_bytes;
+        self.update_budget(spent, self.cost.sample_pages, tracked, now);
     }
 
     fn activeness(&self) -> Option<Activeness> {
@@ -645,6 +683,28 @@ mod tests {
         assert_eq!(mapping_holding(&maps, 20 * REGION), None, "region starts before the mapping");
         assert_eq!(mapping_holding(&maps, 21 * REGION), Some(maps[2]));
         assert_eq!(mapping_holding(&[], 0), None);
+    }
+
+    #[test]
+    fn the_cpu_budget_sizes_the_sample_to_what_it_buys() {
+        // 1% of a core over 8 GiB at 10 s intervals: 0.1 s of CPU per interval.
+        let cfg = SamplingConfig::new(1024, 60.0, 10.0).with_cpu_budget(1.0);
+        let mut t = SamplingTracker::new(cfg, ProcFs::new("/proc"), 1);
+        t.update_budget(0.2, 2000, 8 << 30, 0.0);
+        assert_eq!(t.budget_pages, u32::MAX, "nothing to go by before one whole interval");
+        t.update_budget(0.2, 2000, 8 << 30, 10.0);
+        assert_eq!(t.budget_pages, 1000, "twice the budget spent: half the pages");
+        t.update_budget(0.05, 1000, 8 << 30, 20.0);
+        assert_eq!(t.budget_pages, 1500, "half spent: moves half-way to twice as many");
+        for k in 3..20 {
+            t.update_budget(1.0, 1000, 64 << 20, k as f64 * 10.0);
+        }
+        assert_eq!(t.budget_pages, BUDGET_FLOOR_PAGES, "a small tenant keeps a minimal sample");
+
+        let mut free = SamplingTracker::new(SamplingConfig::new(1024, 60.0, 10.0), ProcFs::new("/proc"), 1);
+        free.update_budget(0.2, 2000, 8 << 30, 0.0);
+        free.update_budget(5.0, 2000, 8 << 30, 10.0);
+        assert_eq!(free.budget_pages, u32::MAX, "no budget: no cap");
     }
 
     #[test]
