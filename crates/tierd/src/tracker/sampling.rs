@@ -44,8 +44,6 @@ const HUGE_RECHECK_INTERVALS: f64 = 20.0;
 const CANARIES: usize = 2;
 /// How long the peak activeness is remembered (what a waking tenant gets back).
 const PEAK_HORIZON_SECS: f64 = 1800.0;
-/// The fewest pages a CPU budget leaves a tenant's sample (16 runs of 4).
-const BUDGET_FLOOR_PAGES: u32 = 64;
 
 /// Settings of a sampling tracker.
 #[derive(Debug, Clone, Copy)]
@@ -207,7 +205,9 @@ impl SamplingTracker {
         let allowed = drawn as f64 * budget / spent;
         // Half-way each interval: one slow interval (a busy CPU) does not halve it.
         let was = if self.budget_pages == u32::MAX { allowed } else { self.budget_pages as f64 };
-        self.budget_pages = ((was + allowed) / 2.0).clamp(BUDGET_FLOOR_PAGES as f64, u32::MAX as f64 - 1.0) as u32;
+        // Never under the smallest sample: below it the estimate is noise, and a tenant
+        // small enough to hit it costs little anyway.
+        self.budget_pages = ((was + allowed) / 2.0).clamp(self.cfg.min_pages as f64, u32::MAX as f64 - 1.0) as u32;
     }
 
     /// Pages sampled per interval now (after adaptation).
@@ -699,7 +699,7 @@ mod tests {
         for k in 3..20 {
             t.update_budget(1.0, 1000, 64 << 20, k as f64 * 10.0);
         }
-        assert_eq!(t.budget_pages, BUDGET_FLOOR_PAGES, "a small tenant keeps a minimal sample");
+        assert_eq!(t.budget_pages, cfg.min_pages, "a small tenant keeps the smallest sample");
 
         let mut free = SamplingTracker::new(SamplingConfig::new(1024, 60.0, 10.0), ProcFs::new("/proc"), 1);
         free.update_budget(0.2, 2000, 8 << 30, 0.0);
