@@ -43,6 +43,10 @@ pub struct Overhead {
     pub tracker_cpu_percent: Option<f64>,
     /// Pages the trackers sampled in their last interval, all tenants together.
     pub sample_pages: Option<u64>,
+    /// What that bought: the median tenant's 95% confidence interval on its active
+    /// memory, relative to the estimate, at the end.
+    #[serde(default)]
+    pub active_ci_relative: Option<f64>,
     pub rss_bytes: u64,
 }
 
@@ -154,6 +158,16 @@ fn overhead(policy: &str, n: usize, each: u64, interval: &str, window: Duration)
         policy: policy.into(),
         tracker_cpu_percent: tracking.then(|| (last.tracker_seconds() - tr0) / secs * 100.0),
         sample_pages: tracking.then(|| last.tenants.iter().map(|x| x.tracker_sample_pages).sum()),
+        active_ci_relative: tracking
+            .then(|| {
+                let rel: Vec<f64> = last
+                    .tenants
+                    .iter()
+                    .filter_map(|x| Some(x.active_ci_bytes? as f64 / x.active_bytes.filter(|&a| a > 0)? as f64))
+                    .collect();
+                (!rel.is_empty()).then(|| median(&rel))
+            })
+            .flatten(),
         tenants: n,
         tenant_bytes: each,
         interval: interval.into(),
@@ -224,12 +238,15 @@ fn markdown(r: &EngineResults) -> String {
     s += "\n## tierd's own cost with 8 tenants at 2x overcommit\n\n\
           Each tenant's hot set is an eighth of it. The tracker column is the trackers' own thread CPU \
           (sampling, page-outs of the samples, the page-table scans), the goal being under 1% of one core \
-          per 8 GiB tracked; tierd CPU is the whole daemon (also the demotions the policy asks for).\n\n\
+          per 8 GiB tracked, which the trackers hold themselves to (`tracker.cpu_budget`, 0.9%) by shrinking their \
+          samples; the CI column is what the samples bought. tierd CPU is the whole daemon (also the demotions the \
+          policy asks for).\n\n\
           | policy | tenants | each | interval | window | tierd CPU (% of one core) | tracker CPU (% of one core) | \
-          pages sampled per interval | tierd RSS |\n|---|---|---|---|---|---|---|---|---|\n";
+          pages sampled per interval | active memory ±95% CI (median tenant) | tierd RSS |\n\
+          |---|---|---|---|---|---|---|---|---|---|\n";
     for o in &r.overhead {
         s += &format!(
-            "| {} | {} | {} | {} | {:.0} s | {:.2} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {:.0} s | {:.2} | {} | {} | {} | {} |\n",
             o.policy,
             o.tenants,
             human(o.tenant_bytes),
@@ -238,6 +255,7 @@ fn markdown(r: &EngineResults) -> String {
             o.cpu_percent,
             o.tracker_cpu_percent.map_or("—".into(), |c| format!("{c:.2}")),
             o.sample_pages.map_or("—".into(), |n| n.to_string()),
+            o.active_ci_relative.map_or("—".into(), |c| format!("±{:.1}%", c * 100.0)),
             human(o.rss_bytes)
         );
     }
