@@ -30,6 +30,9 @@ SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
 END;
 ";
 
+/// Seconds of one pgbench run within an active phase.
+const CHUNK_SECS: u64 = 10;
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The server's socket directory.
@@ -266,42 +269,50 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
             offset += phase.duration;
             continue;
         }
-        let prefix = s.work.join(format!("phase{n}"));
-        let secs = phase.duration.as_secs().max(1);
-        let start_us = now_us();
-        pgbench_run(
-            s,
-            &[
-                "-n".into(),
-                "-c".into(),
-                "1".into(),
-                "-T".into(),
-                secs.to_string(),
-                "-f".into(),
-                script.to_string_lossy().to_string(),
-                "-D".into(),
-                format!("scale={}", s.scale),
-                "-l".into(),
-                "--log-prefix".into(),
-                prefix.to_string_lossy().to_string(),
-            ],
-            &stop,
-        )?;
-        let mut txns = Vec::new();
-        for e in std::fs::read_dir(&s.work)?.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&format!("phase{n}.")) {
-                txns.extend(std::fs::read_to_string(e.path())?.lines().filter_map(parse_txn));
-                let _ = std::fs::remove_file(e.path());
+        // In chunks, so reports come out as the run goes (a run cut short still has
+        // them); each chunk reconnects, which costs a few milliseconds.
+        let mut left = phase.duration.as_secs().max(1);
+        let mut chunk_no = 0;
+        while left > 0 && !stop.load(Ordering::Relaxed) {
+            let secs = left.min(CHUNK_SECS);
+            let name = format!("phase{n}-{chunk_no}");
+            let start_us = now_us();
+            pgbench_run(
+                s,
+                &[
+                    "-n".into(),
+                    "-c".into(),
+                    "1".into(),
+                    "-T".into(),
+                    secs.to_string(),
+                    "-f".into(),
+                    script.to_string_lossy().to_string(),
+                    "-D".into(),
+                    format!("scale={}", s.scale),
+                    "-l".into(),
+                    "--log-prefix".into(),
+                    s.work.join(&name).to_string_lossy().to_string(),
+                ],
+                &stop,
+            )?;
+            let mut txns = Vec::new();
+            for e in std::fs::read_dir(&s.work)?.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&format!("{name}.")) {
+                    txns.extend(std::fs::read_to_string(e.path())?.lines().filter_map(parse_txn));
+                    let _ = std::fs::remove_file(e.path());
+                }
             }
+            for t in &txns {
+                let _ = total.record((t.latency_us * 1000).max(1));
+            }
+            for r in reports(&txns, start_us, offset, s.report, secs as f64)? {
+                emit(s.json, &r);
+            }
+            offset += Duration::from_secs(secs);
+            active_secs += secs as f64;
+            left -= secs;
+            chunk_no += 1;
         }
-        for t in &txns {
-            let _ = total.record((t.latency_us * 1000).max(1));
-        }
-        for r in reports(&txns, start_us, offset, s.report, secs as f64)? {
-            emit(s.json, &r);
-        }
-        offset += Duration::from_secs(secs);
-        active_secs += secs as f64;
     }
     Ok(Summary {
         summary: true,
