@@ -14,10 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::workload::{Phase, PhaseKind, Report, Zipf, emit, scatter_stride};
+use crate::workload::{Meter, Phase, PhaseKind, Zipf, emit, scatter_stride};
 
 /// Keys per pipelined batch while loading.
 const LOAD_BATCH: u64 = 1000;
@@ -127,28 +126,20 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let zipf = Zipf::new(hot);
     let stride = scatter_stride(s.keys as usize) as u64;
     let mut rng = fastrand::Rng::with_seed(s.seed ^ 0x5EED);
-    let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
-    let mut window = total.clone();
-    let (mut active_ops, mut active_secs, mut verified, mut window_ops) = (0u64, 0.0, 0u64, 0u64);
+    let mut meter = Meter::new(s.report)?;
+    let mut verified = 0u64;
     let mut expected = Vec::with_capacity(s.value_size);
-    let t0 = Instant::now();
-    let mut next_report = t0 + s.report;
-    let mut window_start = t0;
 
     for phase in &s.phases {
         let end = Instant::now() + phase.duration;
         let phase_start = Instant::now();
         while Instant::now() < end && !stop.load(Ordering::Relaxed) {
             let now = Instant::now();
-            if now >= next_report {
-                emit(s.json, &Report::of_window(now - t0, phase.kind, window_ops, now - window_start, &window));
-                window.reset();
-                window_ops = 0;
-                window_start = now;
-                next_report += s.report;
+            if let Some(r) = meter.report_due(now, phase.kind) {
+                emit(s.json, &r);
             }
             if phase.kind == PhaseKind::Idle {
-                std::thread::sleep((end - now).min(next_report - now).min(Duration::from_millis(50)));
+                std::thread::sleep(meter.idle_nap(now, end));
                 continue;
             }
             let i = match phase.kind {
@@ -167,26 +158,18 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                     None => bail!("lost value: key {} is missing", key(i)),
                 }
             }
-            let ns = a.elapsed().as_nanos() as u64;
-            let _ = window.record(ns.max(1));
-            if phase.kind == PhaseKind::Active {
-                let _ = total.record(ns.max(1));
-                active_ops += 1;
-            }
-            window_ops += 1;
+            meter.record(phase.kind, a.elapsed().as_nanos() as u64);
         }
-        if phase.kind == PhaseKind::Active {
-            active_secs += phase_start.elapsed().as_secs_f64();
-        }
+        meter.phase_done(phase.kind, phase_start);
     }
     Ok(Summary {
         summary: true,
         load_secs,
-        active_ops,
-        ops_per_sec: if active_secs > 0.0 { active_ops as f64 / active_secs } else { 0.0 },
-        p50_us: total.value_at_quantile(0.5) as f64 / 1000.0,
-        p99_us: total.value_at_quantile(0.99) as f64 / 1000.0,
-        p999_us: total.value_at_quantile(0.999) as f64 / 1000.0,
+        active_ops: meter.active_ops(),
+        ops_per_sec: meter.ops_per_sec(),
+        p50_us: meter.quantile_us(0.5),
+        p99_us: meter.quantile_us(0.99),
+        p999_us: meter.quantile_us(0.999),
         verified,
     })
 }

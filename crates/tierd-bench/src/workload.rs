@@ -197,14 +197,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     // Scatter Zipf ranks over the hot set so the hottest pages are not adjacent.
     let stride = scatter_stride(hot_pages);
     let mut rng = fastrand::Rng::with_seed(s.seed ^ 0x5EED);
-    let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
-    let mut window = total.clone();
-    let mut active_ops = 0u64;
-    let mut active_secs = 0.0;
-    let t0 = Instant::now();
-    let mut next_report = t0 + s.report;
-    let mut window_ops = 0u64;
-    let mut window_start = t0;
+    let mut meter = Meter::new(s.report)?;
 
     'phases: for phase in &s.phases {
         let end = Instant::now() + phase.duration;
@@ -214,19 +207,12 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
             if now >= end || stop.load(Ordering::Relaxed) {
                 break;
             }
-            if now >= next_report {
-                let mut r = Report::of_window(now - t0, phase.kind, window_ops, now - window_start, &window);
+            if let Some(mut r) = meter.report_due(now, phase.kind) {
                 r.hot_huge = s.huge.then(|| huge_share(&mem, s.hot_offset, s.hot));
                 emit(s.json, &r);
-                window.reset();
-                window_ops = 0;
-                window_start = now;
-                next_report += s.report;
             }
             if phase.kind == PhaseKind::Idle {
-                std::thread::sleep(
-                    (end - now).min(next_report.saturating_duration_since(now)).min(Duration::from_millis(50)),
-                );
+                std::thread::sleep(meter.idle_nap(now, end));
                 continue;
             }
             // A batch of accesses between clock checks.
@@ -262,18 +248,10 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                     }
                     gens[p] = g;
                 }
-                let ns = a.elapsed().as_nanos() as u64;
-                let _ = window.record(ns.max(1));
-                if phase.kind == PhaseKind::Active {
-                    let _ = total.record(ns.max(1));
-                    active_ops += 1;
-                }
-                window_ops += 1;
+                meter.record(phase.kind, a.elapsed().as_nanos() as u64);
             }
         }
-        if phase.kind == PhaseKind::Active {
-            active_secs += phase_start.elapsed().as_secs_f64();
-        }
+        meter.phase_done(phase.kind, phase_start);
         if stop.load(Ordering::Relaxed) {
             break 'phases;
         }
@@ -295,12 +273,12 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     }
     let summary = Summary {
         summary: true,
-        active_ops,
-        active_secs,
-        ops_per_sec: if active_secs > 0.0 { active_ops as f64 / active_secs } else { 0.0 },
-        p50_us: total.value_at_quantile(0.5) as f64 / 1000.0,
-        p99_us: total.value_at_quantile(0.99) as f64 / 1000.0,
-        p999_us: total.value_at_quantile(0.999) as f64 / 1000.0,
+        active_ops: meter.active_ops(),
+        active_secs: meter.active_secs,
+        ops_per_sec: meter.ops_per_sec(),
+        p50_us: meter.quantile_us(0.5),
+        p99_us: meter.quantile_us(0.99),
+        p999_us: meter.quantile_us(0.999),
         verified_pages: verified,
         corrupt_pages: corrupt,
         fill_secs,
@@ -346,6 +324,87 @@ impl Report {
             p999_us: hist.value_at_quantile(0.999) as f64 / 1000.0,
             hot_huge: None,
         }
+    }
+}
+
+/// The throughput and latency bookkeeping of a load generator: one report window at a
+/// time, and the active phases in total.
+pub(crate) struct Meter {
+    t0: Instant,
+    every: Duration,
+    next_report: Instant,
+    window_start: Instant,
+    window: Histogram<u64>,
+    window_ops: u64,
+    total: Histogram<u64>,
+    active_ops: u64,
+    active_secs: f64,
+}
+
+impl Meter {
+    pub(crate) fn new(every: Duration) -> anyhow::Result<Meter> {
+        let t0 = Instant::now();
+        let total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
+        Ok(Meter {
+            t0,
+            every,
+            next_report: t0 + every,
+            window_start: t0,
+            window: total.clone(),
+            window_ops: 0,
+            total,
+            active_ops: 0,
+            active_secs: 0.0,
+        })
+    }
+
+    /// One operation of `ns` in a phase of `kind`.
+    pub(crate) fn record(&mut self, kind: PhaseKind, ns: u64) {
+        let _ = self.window.record(ns.max(1));
+        if kind == PhaseKind::Active {
+            let _ = self.total.record(ns.max(1));
+            self.active_ops += 1;
+        }
+        self.window_ops += 1;
+    }
+
+    /// The window's report if one is due at `now` (the window starts over).
+    pub(crate) fn report_due(&mut self, now: Instant, kind: PhaseKind) -> Option<Report> {
+        if now < self.next_report {
+            return None;
+        }
+        let r = Report::of_window(now - self.t0, kind, self.window_ops, now - self.window_start, &self.window);
+        self.window.reset();
+        self.window_ops = 0;
+        self.window_start = now;
+        self.next_report += self.every;
+        Some(r)
+    }
+
+    /// How long an idle phase may sleep before the next report or `end`.
+    pub(crate) fn idle_nap(&self, now: Instant, end: Instant) -> Duration {
+        (end - now).min(self.next_report.saturating_duration_since(now)).min(Duration::from_millis(50))
+    }
+
+    /// A phase of `kind` that began at `start` is over.
+    pub(crate) fn phase_done(&mut self, kind: PhaseKind, start: Instant) {
+        if kind == PhaseKind::Active {
+            self.active_secs += start.elapsed().as_secs_f64();
+        }
+    }
+
+    pub(crate) fn active_ops(&self) -> u64 {
+        self.active_ops
+    }
+
+    /// Active operations per second over the active phases.
+    pub(crate) fn ops_per_sec(&self) -> f64 {
+        if self.active_secs > 0.0 { self.active_ops as f64 / self.active_secs } else { 0.0 }
+    }
+
+    /// A latency quantile (µs) over the active phases.
+    pub(crate) fn quantile_us(&self, q: f64) -> f64 {
+        self.total.value_at_quantile(q) as f64 / 1000.0
     }
 }
 
