@@ -17,6 +17,31 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// How a server tenant's client runs and reports.
+#[derive(clap::Args, Debug)]
+struct ClientRun {
+    /// Phases, e.g. active:2m or active:30s,idle:1m,active:1m (sweep, Redis only: the
+    /// whole keyspace at random).
+    #[arg(long, default_value = "active:30s")]
+    phase: String,
+    /// Report interval.
+    #[arg(long, default_value = "1s")]
+    report: String,
+    /// JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ClientRun {
+    fn phases(&self) -> anyhow::Result<Vec<Phase>> {
+        workload::parse_phases(&self.phase)
+    }
+
+    fn report_every(&self) -> anyhow::Result<std::time::Duration> {
+        workload::humantime_like(&self.report).context("--report")
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// A test tenant: fills memory with verifiable content and accesses a hot set,
@@ -77,15 +102,8 @@ enum Cmd {
         /// Fraction of operations that are SETs (0..=1).
         #[arg(long, default_value_t = 0.1)]
         set_ratio: f64,
-        /// Phases, e.g. active:2m or active:30s,idle:1m,active:1m (sweep: all keys).
-        #[arg(long, default_value = "active:30s")]
-        phase: String,
-        /// Report interval.
-        #[arg(long, default_value = "1s")]
-        report: String,
-        /// JSON lines instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        client: ClientRun,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// The keys are already loaded.
@@ -102,15 +120,8 @@ enum Cmd {
         /// pgbench scale factor (100,000 accounts, ~15 MiB, each).
         #[arg(long)]
         scale: u32,
-        /// Phases, e.g. active:2m or active:30s,idle:1m,active:1m.
-        #[arg(long, default_value = "active:30s")]
-        phase: String,
-        /// Report interval.
-        #[arg(long, default_value = "1s")]
-        report: String,
-        /// JSON lines instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        client: ClientRun,
         /// The database is already initialised.
         #[arg(long)]
         no_load: bool,
@@ -121,8 +132,8 @@ enum Cmd {
     /// The benchmark suite: each scenario in each mode side by side, repeated; writes
     /// results.json, report.md and SVG charts to --out. Scenarios: density-2x,
     /// active-sweep, wake-up, login-storm, overcommit-sweep, noisy-neighbour,
-    /// contention, redis, postgres (all when none is named; a point as SCENARIO/POINT). A full run takes hours; the estimate is
-    /// printed first.
+    /// contention, redis, postgres (all when none is named; a point as SCENARIO/POINT).
+    /// A full run takes hours; the estimate is printed first.
     Run {
         /// Scenarios to run (default: all).
         scenarios: Vec<String>,
@@ -367,7 +378,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
-        Cmd::RedisClient { socket, keys, value_size, hot_keys, set_ratio, phase, report, json, seed, no_load } => {
+        Cmd::RedisClient { socket, keys, value_size, hot_keys, set_ratio, client, seed, no_load } => {
             if !(0.0..=1.0).contains(&set_ratio) {
                 anyhow::bail!("--set-ratio {set_ratio} must be between 0 and 1");
             }
@@ -377,9 +388,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 value_size,
                 hot_keys: hot_keys.unwrap_or(keys.div_ceil(10)),
                 set_ratio,
-                phases: workload::parse_phases(&phase)?,
-                report: workload::humantime_like(&report).context("--report")?,
-                json,
+                phases: client.phases()?,
+                report: client.report_every()?,
+                json: client.json,
                 seed,
                 no_load,
             };
@@ -387,16 +398,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("{}", serde_json::to_string(&summary)?);
             Ok(0)
         }
-        Cmd::PgClient { host, scale, phase, report, json, no_load, work } => {
+        Cmd::PgClient { host, scale, client, no_load, work } => {
             let own_work = work.is_none();
             let work =
                 work.unwrap_or_else(|| std::env::temp_dir().join(format!("tierd-pg-client-{}", std::process::id())));
             let settings = pg_load::Settings {
                 host,
                 scale,
-                phases: workload::parse_phases(&phase)?,
-                report: workload::humantime_like(&report).context("--report")?,
-                json,
+                phases: client.phases()?,
+                report: client.report_every()?,
+                json: client.json,
                 no_load,
                 work: work.clone(),
             };
