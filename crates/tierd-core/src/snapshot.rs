@@ -27,6 +27,13 @@ pub struct Activeness {
     pub peak_bytes: u64,
     /// The estimate over the last interval only (reacts fast to a waking tenant).
     pub last_interval_bytes: u64,
+    /// Memory touched at any time within the window, from samples followed through a
+    /// whole window (`None` until one has been). `active_bytes` is the memory touched
+    /// per interval, averaged over the window: the two agree for memory reused every
+    /// interval, and this one is larger for memory reused less often (the policy still
+    /// sizes quotas by `active_bytes`).
+    #[serde(default)]
+    pub touched_in_window_bytes: Option<u64>,
 }
 
 /// A tracked region's heat, for proactive demotion and wake-up prefetch.

@@ -178,6 +178,9 @@ pub struct TenantStatus {
     pub shares: u32,
     pub active_bytes: Option<u64>,
     pub active_ci_bytes: Option<u64>,
+    /// Memory touched at any time within the window (see `Activeness`).
+    #[serde(default)]
+    pub touched_in_window_bytes: Option<u64>,
     /// Pages the tracker sampled in the last interval.
     #[serde(default)]
     pub tracker_sample_pages: u64,

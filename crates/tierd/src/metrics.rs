@@ -69,7 +69,7 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 17] = [
+const TENANT_FAMILIES: [TenantFamily; 18] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
@@ -82,9 +82,15 @@ const TENANT_FAMILIES: [TenantFamily; 17] = [
         "Memory that cannot be tiered (mlocked, hugetlbfs, guest RAM QEMU pins).",
         |t| Some(t.pinned_bytes as f64),
     ),
-    ("tierd_tenant_active_bytes", "gauge", "Memory the tenant touched within the window.", |t| {
+    ("tierd_tenant_active_bytes", "gauge", "Memory the tenant touched per interval, averaged over the window.", |t| {
         t.active_bytes.map(|v| v as f64)
     }),
+    (
+        "tierd_tenant_touched_in_window_bytes",
+        "gauge",
+        "Memory the tenant touched at any time within the window.",
+        |t| t.touched_in_window_bytes.map(|v| v as f64),
+    ),
     ("tierd_tenant_active_ci_bytes", "gauge", "95% confidence half-width of the active estimate.", |t| {
         t.active_ci_bytes.map(|v| v as f64)
     }),
@@ -211,6 +217,7 @@ pub(crate) mod tests {
             shares: 100,
             active_bytes: Some(150),
             active_ci_bytes: Some(5),
+            touched_in_window_bytes: None,
             tracker_sample_pages: 0,
             tracker_seconds: 0.0,
             major_faults: 42,

@@ -391,8 +391,13 @@ mod tests {
     use crate::snapshot::{Activeness, Region};
 
     fn active(mut t: TenantView, bytes: u64) -> TenantView {
-        t.activeness =
-            Some(Activeness { active_bytes: bytes, ci_bytes: 0, peak_bytes: bytes, last_interval_bytes: bytes });
+        t.activeness = Some(Activeness {
+            active_bytes: bytes,
+            ci_bytes: 0,
+            peak_bytes: bytes,
+            last_interval_bytes: bytes,
+            touched_in_window_bytes: None,
+        });
         t
     }
 
@@ -465,6 +470,7 @@ mod tests {
             ci_bytes: MIB,
             peak_bytes: 400 * MIB,
             last_interval_bytes: 90 * MIB,
+            touched_in_window_bytes: None,
         });
         a.dram = 40 * MIB;
         a.tier_faults_per_sec = 3000.0;
@@ -496,6 +502,7 @@ mod tests {
             ci_bytes: 0,
             peak_bytes: 200 * MIB,
             last_interval_bytes: 8 * MIB,
+            touched_in_window_bytes: None,
         });
         a.dram = 40 * MIB;
         a.tier_faults_per_sec = 1300.0;
@@ -561,8 +568,13 @@ mod tests {
     #[test]
     fn wake_up_prefetch_stops_at_need() {
         let mut a = tenant("a", GIB);
-        a.activeness =
-            Some(Activeness { active_bytes: 0, ci_bytes: 0, peak_bytes: 4 * MIB, last_interval_bytes: 20 * MIB });
+        a.activeness = Some(Activeness {
+            active_bytes: 0,
+            ci_bytes: 0,
+            peak_bytes: 4 * MIB,
+            last_interval_bytes: 20 * MIB,
+            touched_in_window_bytes: None,
+        });
         a.tier_faults_per_sec = 500.0;
         a.dram = 0;
         // Touched a second apart over 100 s: only the last window's worth is what it
@@ -585,8 +597,13 @@ mod tests {
         // peak measured only 200 MiB; it idled 60 s; what it touched only when it
         // filled its memory (100 regions, 150 s ago) stays on the tier.
         let mut a = tenant("a", 2 * GIB);
-        a.activeness =
-            Some(Activeness { active_bytes: MIB, ci_bytes: 0, peak_bytes: 200 * MIB, last_interval_bytes: 30 * MIB });
+        a.activeness = Some(Activeness {
+            active_bytes: MIB,
+            ci_bytes: 0,
+            peak_bytes: 200 * MIB,
+            last_interval_bytes: 30 * MIB,
+            touched_in_window_bytes: None,
+        });
         a.tier_faults_per_sec = 800.0;
         a.tier_faults_per_sec_avg = 1.0;
         a.dram = 20 * MIB;

@@ -137,6 +137,19 @@ struct Estimate {
     at: f64,
     bytes: f64,
     var: f64,
+    /// Of which memory that became resident (tier faults, new pages).
+    faulted: f64,
+}
+
+/// The small samples drawn at one observation, followed through the window: the
+/// share that came back at any re-check is the share of memory touched within it.
+#[derive(Debug, Clone, Copy)]
+struct Batch {
+    drawn: f64,
+    sampled: u64,
+    /// Resident bytes they were drawn from.
+    from: u64,
+    returned: u64,
 }
 
 #[derive(Debug)]
@@ -163,6 +176,7 @@ pub struct SamplingTracker {
     peaks: VecDeque<(f64, u64)>,
     observed: bool,
     cost: TrackerCost,
+    batches: VecDeque<Batch>,
     /// The most pages the CPU budget allows per interval, and when the last
     /// observation ended (to know what the budget was over it).
     budget_pages: u32,
@@ -189,7 +203,27 @@ impl SamplingTracker {
             cost: TrackerCost::default(),
             budget_pages: u32::MAX,
             last_observed: None,
+            batches: VecDeque::new(),
         }
+    }
+
+    /// `back` bytes of a small sample drawn at `drawn` came back.
+    fn batch_returned(&mut self, drawn: f64, back: u64) {
+        if let Some(b) = self.batches.iter_mut().find(|b| b.drawn == drawn) {
+            b.returned += back;
+        }
+    }
+
+    /// Memory touched within the window: the share of the samples drawn a window ago
+    /// that came back at any check since, times what they were drawn from, plus what
+    /// became resident over the window and what is counted whole. `None` until a
+    /// batch of samples is a window old.
+    fn touched_in_window(&self, now: f64) -> Option<u64> {
+        let window = self.cfg.window_secs;
+        let b = self.batches.iter().find(|b| now - b.drawn >= window - self.cfg.interval_secs / 2.0)?;
+        let share = if b.sampled == 0 { 0.0 } else { b.returned as f64 / b.sampled as f64 };
+        let faulted: f64 = self.history.iter().filter(|e| e.at > b.drawn).map(|e| e.faulted).sum();
+        Some((share * b.from as f64 + faulted) as u64 + self.counted_whole_bytes)
     }
 
     /// After an observation that took `spent` CPU seconds with `drawn` pages sampled,
@@ -455,6 +489,9 @@ impl Tracker for SamplingTracker {
                 if s.huge { &mut huge_fracs } else { &mut fracs }.push(back as f64 / s.len as f64);
             }
             let key = (s.pid, s.start & !(REGION - 1));
+            if back > 0 && !s.huge && !s.canary {
+                self.batch_returned(s.drawn, back);
+            }
             if back > 0 {
                 self.came_back(key, back, now, &mut returned);
             } else {
@@ -480,6 +517,9 @@ impl Tracker for SamplingTracker {
             }
             let back = present_within(runs_of(s.pid), s.start, s.len);
             if back > 0 {
+                if !s.huge && !s.canary {
+                    self.batch_returned(s.drawn, back);
+                }
                 self.came_back((s.pid, s.start & !(REGION - 1)), back, now, &mut returned);
             } else {
                 still.push(s);
@@ -544,6 +584,7 @@ impl Tracker for SamplingTracker {
                 at: now,
                 bytes: mean * r + huge_mean * hr + self.counted_whole_bytes as f64 + faulted,
                 var: var * r * r + huge_var * hr * hr,
+                faulted,
             });
             // Adapt the sample size so the window's estimate has the precision wanted:
             // k intervals averaged shrink the per-interval interval by √k. Both strata
@@ -594,6 +635,11 @@ impl Tracker for SamplingTracker {
         self.cost.sample_pages = samples.iter().map(|s| s.len / PAGE).sum();
         // The samples were taken off their regions' resident bytes above.
         let samples_bytes = self.cost.sample_pages * PAGE;
+        let small: u64 = samples.iter().filter(|s| !s.huge).map(|s| s.len).sum();
+        self.batches.push_back(Batch { drawn: now, sampled: small, from, returned: 0 });
+        while self.batches.front().is_some_and(|b| now - b.drawn > window + self.cfg.interval_secs) {
+            self.batches.pop_front();
+        }
         self.fresh = samples;
         self.sampled_from = from;
         self.huge_sampled_from = huge_from;
@@ -618,6 +664,7 @@ impl Tracker for SamplingTracker {
             ci_bytes: (1.96 * var.sqrt()) as u64,
             peak_bytes: self.peaks.iter().map(|p| p.1).max().unwrap_or(0).max(active),
             last_interval_bytes: self.history.back().map_or(0, |e| e.bytes.max(0.0) as u64),
+            touched_in_window_bytes: self.last_observed.and_then(|now| self.touched_in_window(now)),
         })
     }
 
@@ -705,6 +752,27 @@ mod tests {
         free.update_budget(0.2, 2000, 8 << 30, 0.0);
         free.update_budget(5.0, 2000, 8 << 30, 10.0);
         assert_eq!(free.budget_pages, u32::MAX, "no budget: no cap");
+    }
+
+    #[test]
+    fn touched_in_window_follows_a_batch_of_samples_through_a_whole_window() {
+        let mut t = SamplingTracker::new(SamplingConfig::new(1024, 30.0, 5.0), ProcFs::new("/proc"), 1);
+        let mib = 1u64 << 20;
+        t.batches.push_back(Batch { drawn: 0.0, sampled: 400 * PAGE, from: 1024 * mib, returned: 0 });
+        t.batches.push_back(Batch { drawn: 5.0, sampled: 400 * PAGE, from: 1024 * mib, returned: 0 });
+        // A quarter came back at the first check, another quarter at later re-checks.
+        t.batch_returned(0.0, 100 * PAGE);
+        t.batch_returned(0.0, 100 * PAGE);
+        t.batch_returned(5.0, 400 * PAGE);
+        for at in [5.0, 10.0, 15.0, 20.0, 25.0, 30.0] {
+            t.history.push_back(Estimate { at, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64 });
+        }
+        assert_eq!(t.touched_in_window(20.0), None, "no batch is a window old yet");
+        assert_eq!(
+            t.touched_in_window(30.0),
+            Some(512 * mib + 12 * mib),
+            "half the samples came back within the window, plus what faulted in over it"
+        );
     }
 
     #[test]
