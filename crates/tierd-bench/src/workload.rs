@@ -94,6 +94,9 @@ pub struct Settings {
     pub seed: u64,
     /// Verify every page at the end (faults all of it back in).
     pub verify_all: bool,
+    /// Accesses per second in active and sweep phases; 0 for as fast as it can. A slow
+    /// rate makes memory that is touched now and then rather than all the time.
+    pub rate: u64,
 }
 
 /// Value of word `w` of page `p` at generation `g`.
@@ -202,6 +205,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     'phases: for phase in &s.phases {
         let end = Instant::now() + phase.duration;
         let phase_start = Instant::now();
+        let mut phase_ops = 0u64;
         loop {
             let now = Instant::now();
             if now >= end || stop.load(Ordering::Relaxed) {
@@ -215,6 +219,11 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                 std::thread::sleep(meter.idle_nap(now, end));
                 continue;
             }
+            if s.rate > 0 && phase_ops as f64 >= phase_start.elapsed().as_secs_f64() * s.rate as f64 {
+                std::thread::sleep(Duration::from_millis(1).min(meter.idle_nap(now, end)));
+                continue;
+            }
+            phase_ops += 64;
             // A batch of accesses between clock checks.
             for _ in 0..64 {
                 let p = match phase.kind {
@@ -461,7 +470,17 @@ mod tests {
             huge: false,
             seed: 7,
             verify_all: true,
+            rate: 0,
         }
+    }
+
+    #[test]
+    fn a_rate_paces_the_accesses() {
+        let mut st = settings(8 << 20, 1 << 20);
+        st.rate = 5000;
+        st.phases = vec![Phase { kind: PhaseKind::Active, duration: Duration::from_secs(1) }];
+        let s = run(&st, Arc::new(AtomicBool::new(false))).unwrap();
+        assert!((4800..=5200).contains(&s.active_ops), "5000 accesses a second: {s:?}");
     }
 
     #[test]

@@ -81,6 +81,10 @@ enum Cmd {
         /// Skip verifying every page at the end.
         #[arg(long)]
         no_verify_all: bool,
+        /// Accesses per second (0: as fast as it can); a slow rate touches each hot
+        /// page now and then rather than all the time.
+        #[arg(long, default_value_t = 0)]
+        rate: u64,
     },
     /// The client of a Redis tenant: loads KEYS values into a redis-server, then runs
     /// Zipf-skewed GETs and SETs on a hot set of them, printing throughput and latency
@@ -431,6 +435,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             thp,
             seed,
             no_verify_all,
+            rate,
         } => {
             if !(0.0..=1.0).contains(&write_ratio) {
                 anyhow::bail!("--write-ratio {write_ratio} must be between 0 and 1");
@@ -455,6 +460,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 huge: thp,
                 seed,
                 verify_all: !no_verify_all,
+                rate,
             };
             let summary = workload::run(&settings, stop)?;
             println!("{}", serde_json::to_string(&summary)?);

@@ -96,6 +96,9 @@ struct Sample {
     huge: bool,
     /// A huge page known hot, sampled only to notice when the tenant goes quiet.
     canary: bool,
+    /// Bytes of it seen back so far (a small sample stays re-checked until all of it
+    /// is: its pages are touched at different times).
+    seen: u64,
 }
 
 /// What is known about one 2 MiB region.
@@ -399,7 +402,7 @@ impl SamplingTracker {
             let addr = run.start + (x - (cum[i] - (run.end - run.start)));
             let start = (addr & !(cluster - 1)).max(run.start);
             let end = ((addr & !(cluster - 1)) + cluster).min(run.end);
-            picked.push(Sample { pid, start, len: end - start, drawn: now, huge: false, canary: false });
+            picked.push(Sample { pid, start, len: end - start, drawn: now, huge: false, canary: false, seen: 0 });
         }
         picked.sort_by_key(|s| (s.pid, s.start));
         picked.dedup_by_key(|s| (s.pid, s.start));
@@ -449,6 +452,7 @@ impl SamplingTracker {
                 drawn: now,
                 huge: true,
                 canary,
+                seen: 0,
             }));
         }
         picked.sort_by_key(|s| (s.pid, s.start));
@@ -489,11 +493,15 @@ impl Tracker for SamplingTracker {
                 if s.huge { &mut huge_fracs } else { &mut fracs }.push(back as f64 / s.len as f64);
             }
             let key = (s.pid, s.start & !(REGION - 1));
-            if back > 0 && !s.huge && !s.canary {
+            let small = !s.huge && !s.canary;
+            if back > 0 && small {
                 self.batch_returned(s.drawn, back);
             }
             if back > 0 {
                 self.came_back(key, back, now, &mut returned);
+                if small && back < s.len {
+                    self.pending.push(Sample { seen: back, ..s });
+                }
             } else {
                 if let Some(r) = self.regions.get_mut(&key) {
                     r.misses += 1;
@@ -516,13 +524,17 @@ impl Tracker for SamplingTracker {
                 continue;
             }
             let back = present_within(runs_of(s.pid), s.start, s.len);
-            if back > 0 {
+            let new = back.saturating_sub(s.seen);
+            if new > 0 {
                 if !s.huge && !s.canary {
-                    self.batch_returned(s.drawn, back);
+                    self.batch_returned(s.drawn, new);
                 }
-                self.came_back((s.pid, s.start & !(REGION - 1)), back, now, &mut returned);
-            } else {
-                still.push(s);
+                self.came_back((s.pid, s.start & !(REGION - 1)), new, now, &mut returned);
+            }
+            // Small samples wait for all their pages; a huge one is done once any is back.
+            let done = if s.huge { back > 0 } else { back >= s.len };
+            if !done {
+                still.push(Sample { seen: s.seen.max(back), ..s });
             }
         }
         self.pending = still;
