@@ -44,14 +44,20 @@ pub fn sleep(d: Duration) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A binary next to the running one (the workspace's target directory).
+/// A binary next to the running one (the workspace's target directory), or one level
+/// up when the running one is a test in `target/*/deps`.
 pub fn sibling(name: &str) -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe()?;
-    let p = me.with_file_name(name);
-    if !p.exists() {
-        bail!("{} not found next to {}; build the workspace (cargo build --release --workspace)", name, me.display());
+    let here = me.with_file_name(name);
+    let up = me.parent().and_then(Path::parent).map(|d| d.join(name));
+    match [Some(here.clone()), up].into_iter().flatten().find(|p| p.exists()) {
+        Some(p) => Ok(p),
+        None => bail!(
+            "{} not found next to {}; build the workspace (cargo build --release --workspace)",
+            name,
+            me.display()
+        ),
     }
-    Ok(p)
 }
 
 /// A tierd under benchmark.

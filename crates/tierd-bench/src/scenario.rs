@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tierd_core::size::MIB;
+use tierd_core::tenant::TenantSpec;
 
 use crate::harness::{SlowTier, Throttle, Tierd, sleep};
 use crate::machine::cpu_seconds;
@@ -219,85 +220,98 @@ pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyh
         spec.size = Some(d.size);
         spec.reserve = d.reserve;
         spec.shares = d.shares;
-        if let App::Redis { keys, value_size } = d.app {
-            let socket = t.dir.join(format!("{}.redis.sock", d.name));
-            let server = [
-                "redis-server",
-                "--port",
-                "0",
-                "--unixsocket",
-                &socket.to_string_lossy(),
-                "--unixsocketperm",
-                "700",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                &t.dir.to_string_lossy(),
-            ];
-            t.run(spec, server.iter().map(|s| s.to_string()).collect())?;
-            let client = [
-                "redis-client".to_string(),
-                "--socket".into(),
-                socket.to_string_lossy().to_string(),
-                "--keys".into(),
-                keys.to_string(),
-                "--value-size".into(),
-                value_size.to_string(),
-                "--hot-keys".into(),
-                (d.hot / value_size as u64).max(1).to_string(),
-                "--phase".into(),
-                d.phases.clone(),
-                "--json".into(),
-                "--report".into(),
-                d.report.into(),
-            ];
-            t.spawn_client(&d.name, &client)?;
-            continue;
+        match d.app {
+            App::Workload => start_workload(&mut t, d, spec)?,
+            App::Redis { keys, value_size } => start_redis(&mut t, d, spec, keys, value_size)?,
+            App::Postgres { scale, shared_buffers_mib } => start_postgres(&mut t, d, spec, scale, shared_buffers_mib)?,
         }
-        if let App::Postgres { scale, shared_buffers_mib } = d.app {
-            let data = t.dir.join(format!("{}.pg", d.name));
-            let sock = t.dir.join(format!("{}.pgsock", d.name));
-            crate::pg_load::initdb(&data, &sock)?;
-            t.run(spec, crate::pg_load::server_argv(&data, &sock, shared_buffers_mib)?)?;
-            let client = [
-                "pg-client".to_string(),
-                "--host".into(),
-                sock.to_string_lossy().to_string(),
-                "--scale".into(),
-                scale.to_string(),
-                "--phase".into(),
-                d.phases.clone(),
-                "--json".into(),
-                "--report".into(),
-                d.report.into(),
-                "--work".into(),
-                t.dir.join(format!("{}.pgbench", d.name)).to_string_lossy().to_string(),
-            ];
-            t.spawn_client(&d.name, &client)?;
-            continue;
-        }
-        let mut argv = vec![
-            crate::harness::sibling("tierd-bench")?.to_string_lossy().to_string(),
-            "workload".into(),
-            "--size".into(),
-            d.size.to_string(),
-            "--hot".into(),
-            d.hot.to_string(),
-            "--phase".into(),
-            d.phases.clone(),
-            "--json".into(),
-            "--report".into(),
-            d.report.into(),
-            "--no-verify-all".into(),
-        ];
-        if d.thp {
-            argv.push("--thp".into());
-        }
-        t.run(spec, argv)?;
     }
     Ok(t)
+}
+
+fn start_workload(t: &mut Tierd, d: &TenantDef, spec: TenantSpec) -> anyhow::Result<()> {
+    let mut argv = vec![
+        crate::harness::sibling("tierd-bench")?.to_string_lossy().to_string(),
+        "workload".into(),
+        "--size".into(),
+        d.size.to_string(),
+        "--hot".into(),
+        d.hot.to_string(),
+        "--phase".into(),
+        d.phases.clone(),
+        "--json".into(),
+        "--report".into(),
+        d.report.into(),
+        "--no-verify-all".into(),
+    ];
+    if d.thp {
+        argv.push("--thp".into());
+    }
+    t.run(spec, argv)?;
+    Ok(())
+}
+
+/// The flags every server client takes: the tenant's phases and report interval.
+fn client_run_args(d: &TenantDef) -> [String; 5] {
+    ["--phase".into(), d.phases.clone(), "--json".into(), "--report".into(), d.report.into()]
+}
+
+fn start_redis(t: &mut Tierd, d: &TenantDef, spec: TenantSpec, keys: u64, value_size: usize) -> anyhow::Result<()> {
+    let socket = t.dir.join(format!("{}.redis.sock", d.name));
+    let (socket_arg, dir_arg) = (socket.to_string_lossy().to_string(), t.dir.to_string_lossy().to_string());
+    let server = [
+        "redis-server",
+        "--port",
+        "0",
+        "--unixsocket",
+        &socket_arg,
+        "--unixsocketperm",
+        "700",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        &dir_arg,
+    ];
+    t.run(spec, server.iter().map(|s| s.to_string()).collect())?;
+    let mut client = vec![
+        "redis-client".to_string(),
+        "--socket".into(),
+        socket_arg,
+        "--keys".into(),
+        keys.to_string(),
+        "--value-size".into(),
+        value_size.to_string(),
+        "--hot-keys".into(),
+        (d.hot / value_size as u64).max(1).to_string(),
+    ];
+    client.extend(client_run_args(d));
+    t.spawn_client(&d.name, &client)
+}
+
+fn start_postgres(
+    t: &mut Tierd,
+    d: &TenantDef,
+    spec: TenantSpec,
+    scale: u32,
+    shared_buffers_mib: u64,
+) -> anyhow::Result<()> {
+    let data = t.dir.join(format!("{}.pg", d.name));
+    let sock = t.dir.join(format!("{}.pgsock", d.name));
+    crate::pg_load::initdb(&data, &sock)?;
+    t.run(spec, crate::pg_load::server_argv(&data, &sock, shared_buffers_mib)?)?;
+    let mut client = vec![
+        "pg-client".to_string(),
+        "--host".into(),
+        sock.to_string_lossy().to_string(),
+        "--scale".into(),
+        scale.to_string(),
+        "--work".into(),
+        t.dir.join(format!("{}.pgbench", d.name)).to_string_lossy().to_string(),
+    ];
+    client.extend(client_run_args(d));
+    t.spawn_client(&d.name, &client)
 }
 
 /// Runs `tenants` under a fresh tierd in `mode` for `secs` seconds after they start;
