@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -17,6 +17,24 @@ use tierd_core::TenantName;
 use tierd_core::tenant::TenantSpec;
 
 static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Where each run's logs are kept (see [`keep_logs_in`]), and the name of the next run.
+static KEEP_LOGS: OnceLock<PathBuf> = OnceLock::new();
+static NEXT_LABEL: Mutex<String> = Mutex::new(String::new());
+
+/// Keeps each tierd's log and its tenants' and clients' output in `dir/LABEL/` when
+/// the tierd is dropped (the run directory itself is removed): to see afterwards what
+/// tierd decided during a benchmark run.
+pub fn keep_logs_in(dir: PathBuf) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    KEEP_LOGS.set(dir).map_err(|_| anyhow::anyhow!("logs are already kept elsewhere"))
+}
+
+/// Names the logs of the next tierd started (e.g. `wake-up-fast-tierd-1`).
+pub fn label_next_run(label: &str) {
+    let clean: String = label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
+    *NEXT_LABEL.lock().unwrap_or_else(|p| p.into_inner()) = clean;
+}
 
 /// Catches SIGINT/SIGTERM so a benchmark can stop between steps and clean up.
 pub fn catch_interrupts() -> anyhow::Result<()> {
@@ -69,6 +87,8 @@ pub struct Tierd {
     pids: Vec<u32>,
     /// Load generators outside tierd (the clients of server tenants).
     clients: Vec<Child>,
+    /// The name its logs are kept under, if they are (see [`keep_logs_in`]).
+    label: String,
 }
 
 impl Tierd {
@@ -94,7 +114,10 @@ impl Tierd {
             .stderr(log)
             .spawn()
             .context("starting tierd")?;
-        let mut t = Tierd { dir, socket, child: Some(child), cgroup_name, pids: Vec::new(), clients: Vec::new() };
+        let label = std::mem::take(&mut *NEXT_LABEL.lock().unwrap_or_else(|p| p.into_inner()));
+        let label = if label.is_empty() { cgroup_name.clone() } else { label };
+        let mut t =
+            Tierd { dir, socket, child: Some(child), cgroup_name, pids: Vec::new(), clients: Vec::new(), label };
         let end = Instant::now() + Duration::from_secs(60);
         while call(&t.socket, &Request::Status, Duration::from_secs(5)).is_err() {
             if let Some(st) = t.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -260,7 +283,36 @@ impl Drop for Tierd {
                 eprintln!("tierd-bench: cgroup {} is still busy after 30 s; left behind", dir.display());
             }
         }
+        if let Some(keep) = KEEP_LOGS.get()
+            && let Err(e) = self.keep_logs(&keep.join(&self.label))
+        {
+            eprintln!("tierd-bench: keeping the logs of {}: {e:#}", self.label);
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Tierd {
+    /// Copies tierd's log, and what its tenants and their clients printed, to `to`.
+    fn keep_logs(&self, to: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(to)?;
+        std::fs::copy(self.dir.join("tierd.log"), to.join("tierd.log"))?;
+        let tenants = std::fs::read_dir(self.dir.join("state/tenants")).into_iter().flatten().flatten();
+        for e in tenants {
+            for stream in ["stdout", "stderr"] {
+                let from = e.path().join(stream);
+                if from.exists() {
+                    std::fs::copy(&from, to.join(format!("{}.{stream}", e.file_name().to_string_lossy())))?;
+                }
+            }
+        }
+        for e in std::fs::read_dir(&self.dir)?.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(".client.out") || name.ends_with(".client.err") {
+                std::fs::copy(e.path(), to.join(&name))?;
+            }
+        }
+        Ok(())
     }
 }
 

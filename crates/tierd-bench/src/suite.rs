@@ -687,6 +687,7 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
                         // No terminal (a log file): a line per run instead of the bar.
                         eprintln!("[{:>3.0}%] {what}", bar.position() as f64 * 100.0 / total.max(1) as f64);
                     }
+                    crate::harness::label_next_run(&format!("{}-{}-{}-{rep}", sc.name, p.label, mode.name()));
                     bar.set_message(what);
                     let r = run(*mode, p.budget, 2.0, &p.tenants, p.secs, p.slow)?;
                     got.push(sample(p, &r));

@@ -29,8 +29,11 @@ impl Events {
             message: message.into(),
         };
         if self.echo {
+            // Timed to the millisecond: a log file is read beside the tenants' own
+            // timed output (when did tierd see the wake-up, when did it prefetch).
             let who = e.tenant.as_deref().map(|t| format!(" [{t}]")).unwrap_or_default();
-            eprintln!("tierd: {}{who}: {}", e.level, e.message);
+            let at = UNIX_EPOCH + std::time::Duration::from_secs_f64(e.time);
+            eprintln!("tierd: {} {}{who}: {}", humantime::format_rfc3339_millis(at), e.level, e.message);
         }
         if self.log.len() == KEPT {
             self.log.pop_front();

@@ -160,6 +160,10 @@ enum Cmd {
         /// re-run points of) the one there.
         #[arg(long)]
         fresh: bool,
+        /// Keep each run's tierd log and tenant output in DIR/SCENARIO-POINT-MODE-REP/
+        /// (to see what tierd decided and why).
+        #[arg(long, value_name = "DIR")]
+        logs: Option<std::path::PathBuf>,
     },
     /// Live migration of a tiered VM against the same VM all in DRAM: QEMU's total
     /// time and downtime, and the guest's throughput during it (~4 minutes per mode).
@@ -260,8 +264,11 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
-        Cmd::Run { scenarios, out, modes, reps, scale, dry_run, fresh } => {
+        Cmd::Run { scenarios, out, modes, reps, scale, dry_run, fresh, logs } => {
             tierd_bench::harness::catch_interrupts()?;
+            if let Some(dir) = logs {
+                tierd_bench::harness::keep_logs_in(dir)?;
+            }
             let modes = modes.split(',').map(tierd_bench::scenario::Mode::parse).collect::<anyhow::Result<Vec<_>>>()?;
             let plan = tierd_bench::suite::Plan { scenarios, modes, reps, scale, fresh };
             let chosen = tierd_bench::suite::choose(&plan)?;
