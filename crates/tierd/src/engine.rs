@@ -620,6 +620,9 @@ impl Engine {
         // still on the tier an interval later was evicted again and is asked for again.
         let interval = self.cfg.interval.as_secs_f64();
         t.prefetched.retain(|_, at| now - *at < interval * 0.9);
+        // A prefetch may hold the loop for one interval at most; what it did not get to
+        // is asked for again at the next.
+        let until = Instant::now() + self.cfg.interval;
         let fresh: Vec<tierd_core::snapshot::Range> =
             tp.prefetch.iter().filter(|r| !t.prefetched.contains_key(&(r.pid, r.start))).copied().collect();
         for r in &fresh {
@@ -637,7 +640,7 @@ impl Engine {
             }
             let ranges = mine(&fresh);
             if !ranges.is_empty() {
-                let m = mover::prefetch_ranges(&self.proc, p, &ranges);
+                let m = mover::prefetch_ranges(&self.proc, p, &ranges, Some(until));
                 prefetched += m.bytes;
                 failed.push(("process_madvise MADV_WILLNEED", m.advise));
             }
