@@ -11,7 +11,8 @@
 //!   it touches means it woke; its need goes back at once to the peak it had before
 //!   going idle, and its most recently hot regions still on the tier are prefetched
 //!   (then rebuilt as huge pages where they were huge), for one window after the
-//!   wake-up. A fault-rate jump alone (a hot set pushed out while busy) also prefetches
+//!   wake-up, and longer (up to [`WAKE_HOLD_WINDOWS`]) while it still faults from the
+//!   tier. A fault-rate jump alone (a hot set pushed out while busy) also prefetches
 //!   the recently hot regions, within the tenant's need;
 //! - **going quiet**: a tenant that touched under a quarter of its window average in
 //!   the last interval, and is not faulting, counts a quarter of its average, so the DRAM it
@@ -47,6 +48,9 @@ pub const WAKE_MIN_FAULTS: f64 = 50.0;
 /// few hundred reads a second at most) still shows a wake-up.
 pub const WAKE_JUMP: f64 = 4.0;
 pub const WAKE_MIN_JUMP_BYTES: u64 = 16 << 20;
+/// The longest a woken tenant keeps its peak while it still faults from the tier, in
+/// windows (after the first window it is kept only while it faults).
+pub const WAKE_HOLD_WINDOWS: f64 = 4.0;
 /// Device busy above this fraction counts as saturated.
 pub const SATURATED: f64 = 0.9;
 /// Proactive demotion per tenant, bytes per second of interval.
@@ -108,7 +112,12 @@ fn need(t: &TenantView, window: f64) -> Need {
     // a quarter of that burst's peak and faults when squeezed; that is no wake-up.
     let was_quiet = a.active_bytes < a.peak_bytes / 8;
     let waking = faulting && (jumped || was_quiet);
-    let recently_woke = t.woke_secs_ago.is_some_and(|s| s < window);
+    // Held for a window after waking, and on (up to [`WAKE_HOLD_WINDOWS`]) while it still
+    // reads from the tier: on a slow tier a woken hot set takes minutes to come back,
+    // and a quota let go after one window pushed it out again (it then "woke" again).
+    let still_reading = t.tier_faults_per_sec >= WAKE_MIN_FAULTS;
+    let recently_woke =
+        t.woke_secs_ago.is_some_and(|s| s < window || (still_reading && s < WAKE_HOLD_WINDOWS * window));
     // A tenant that touched under a quarter of its window average in the last
     // interval (and is not faulting) is going quiet: count a quarter of its average, so
     // the DRAM it no longer uses moves to a tenant waking up now rather than a window
@@ -138,11 +147,9 @@ fn need(t: &TenantView, window: f64) -> Need {
         );
     } else if recently_woke {
         active = active.max(a.peak_bytes);
-        why = format!(
-            "woke {:.0} s ago: kept at its peak active {} for one window",
-            t.woke_secs_ago.unwrap_or(0.0),
-            human(a.peak_bytes)
-        );
+        let woke = t.woke_secs_ago.unwrap_or(0.0);
+        let hold = if woke < window { "for one window" } else { "while it still reads from the tier" };
+        why = format!("woke {woke:.0} s ago: kept at its peak active {} {hold}", human(a.peak_bytes));
     }
     let mut bytes = active + headroom(active);
     // What it left on the tier when it went idle: the peak alone misses the part of
@@ -638,9 +645,20 @@ mod tests {
         a.woke_secs_ago = Some(20.0);
         let p = plan(&snap(GIB, vec![a.clone()]));
         assert!(quota(&p, "a") >= 400 * MIB);
-        a.woke_secs_ago = Some(120.0);
-        let p = plan(&snap(2 * GIB, vec![a, active(tenant("b", 4 * GIB), 4 * GIB)]));
+        a.woke_secs_ago = Some(90.0); // the window is 60 s
+        let b = active(tenant("b", 4 * GIB), 4 * GIB);
+        let p = plan(&snap(2 * GIB, vec![a.clone(), b.clone()]));
         assert!(quota(&p, "a") < 400 * MIB, "the peak is let go after a window");
+        // Still reading from the tier (a slow one), it keeps the peak a while longer.
+        a.dram = 100 * MIB;
+        a.tier_faults_per_sec = 2.0 * WAKE_MIN_FAULTS;
+        a.tier_faults_per_sec_avg = 2.0 * WAKE_MIN_FAULTS;
+        let p = plan(&snap(2 * GIB, vec![a.clone(), b.clone()]));
+        assert!(quota(&p, "a") >= 400 * MIB, "{}", p.tenant("a").unwrap().reason);
+        assert!(p.tenant("a").unwrap().reason.contains("still reads from the tier"));
+        a.woke_secs_ago = Some(WAKE_HOLD_WINDOWS * 60.0 + 1.0);
+        let p = plan(&snap(2 * GIB, vec![a, b]));
+        assert!(quota(&p, "a") < 400 * MIB, "but not for ever: {}", p.tenant("a").unwrap().reason);
     }
 
     #[test]
