@@ -66,6 +66,13 @@ impl Point {
     fn tenant_memory(&self) -> u64 {
         self.tenants.iter().map(|t| t.size).sum()
     }
+
+    /// The tier's size as a multiple of the DRAM budget: 2 (tierd's default), or
+    /// enough for every tenant where they are more than 3x DRAM (login-storm's 12
+    /// tenants, overcommit-sweep's 3.4x), since tierd refuses tenants it cannot hold.
+    pub fn tier_ratio(&self) -> f64 {
+        (self.tenant_memory() as f64 / self.budget as f64).ceil().max(2.0)
+    }
 }
 
 #[derive(Debug)]
@@ -689,7 +696,7 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
                     }
                     crate::harness::label_next_run(&format!("{}-{}-{}-{rep}", sc.name, p.label, mode.name()));
                     bar.set_message(what);
-                    let r = run(*mode, p.budget, 2.0, &p.tenants, p.secs, p.slow)?;
+                    let r = run(*mode, p.budget, p.tier_ratio(), &p.tenants, p.secs, p.slow)?;
                     got.push(sample(p, &r));
                     bar.inc(p.secs + 15);
                 }
@@ -742,6 +749,21 @@ mod tests {
         assert_eq!(c[1].points.len(), 3);
         let bad_point = Plan { scenarios: vec!["wake-up/medium".into()], ..one };
         assert!(choose(&bad_point).is_err());
+    }
+
+    #[test]
+    fn every_point_fits_dram_plus_its_tier() {
+        // tierd refuses a tenant beyond DRAM + tier: login-storm's 8 tenants failed
+        // to start on the default 2x tier.
+        for sc in catalogue(1.0) {
+            for p in &sc.points {
+                let room = p.budget as f64 * (1.0 + p.tier_ratio());
+                assert!(p.tenant_memory() as f64 <= room, "{}/{} does not fit", sc.name, p.label);
+                assert!(p.tier_ratio() >= 2.0);
+            }
+        }
+        let storm = catalogue(1.0).into_iter().find(|s| s.name == "login-storm").unwrap();
+        assert_eq!(storm.points.last().unwrap().tier_ratio(), 6.0, "12 tenants of 512 MiB on 1 GiB");
     }
 
     #[test]
