@@ -159,7 +159,9 @@ pub fn goals(r: &Results) -> Vec<Goal> {
     }
 
     let g = "tierd sustains ≥ 25% more tenants than swap at ≤ 5% loss";
-    if r.results.iter().any(|p| p.scenario == "login-storm") {
+    let storm_ran = |m: Mode| r.results.iter().any(|p| p.scenario == "login-storm" && p.mode(m).is_some());
+    // "none" must mean no point at ≤ 5% loss, never "not run".
+    if storm_ran(Mode::Tierd) && storm_ran(Mode::Swap) {
         let (t, s) = (sustained_tenants(r, Mode::Tierd), sustained_tenants(r, Mode::Swap));
         let show = |v: Option<usize>| v.map_or("none".to_string(), |n| n.to_string());
         out.push(Goal {
@@ -462,6 +464,10 @@ mod tests {
         assert_eq!(sustained_tenants(&r, Mode::Static), None);
         let g = goals(&r);
         assert_eq!(g.iter().find(|x| x.scenario == "login-storm").unwrap().verdict, Verdict::Met, "8 ≥ 1.25 × 4");
+        // Only tierd run: swap's count is unknown, not "none".
+        let only = results(vec![pt("login-storm", "4 tenants", vec![mode_result(Mode::Tierd, 1.0, &[])])]);
+        let g = goals(&only);
+        assert_eq!(g.iter().find(|x| x.scenario == "login-storm").unwrap().verdict, Verdict::NotRun);
     }
 
     #[test]

@@ -608,6 +608,10 @@ pub fn choose(plan: &Plan) -> anyhow::Result<Vec<Scenario>> {
     if plan.modes.is_empty() {
         anyhow::bail!("--modes names no mode");
     }
+    if !plan.modes.contains(&Mode::Dram) {
+        // Without it every mode would be scored against itself (a relative of 1.0).
+        anyhow::bail!("--modes must include dram: every figure is relative to dram in the same run");
+    }
     let all = catalogue(plan.scale);
     // `NAME` picks a scenario, `NAME/POINT` one of its points.
     let wanted = |c: &Scenario, p: &Point| {
@@ -749,6 +753,8 @@ mod tests {
         assert_eq!(c[1].points.len(), 3);
         let bad_point = Plan { scenarios: vec!["wake-up/medium".into()], ..one };
         assert!(choose(&bad_point).is_err());
+        let no_dram = Plan { scenarios: vec!["contention".into()], modes: vec![Mode::Swap, Mode::Tierd], ..bad_point };
+        assert!(choose(&no_dram).unwrap_err().to_string().contains("must include dram"));
     }
 
     #[test]
