@@ -390,6 +390,42 @@ impl Engine {
         }
     }
 
+    /// Between intervals: wakes tasks waiting at a quota or at the group limit (cgroup v1
+    /// with the OOM killer off: the kernel's reclaim there made no progress, and it
+    /// would otherwise have killed them). Woken, they reclaim again; each tenant's
+    /// waits are counted and logged once per interval.
+    pub fn release_waiters(&mut self) {
+        let group = self.group_rel();
+        if self.cg.waiting_at_limit(&group).unwrap_or(false)
+            && let Err(e) = self.cg.release_waiters(&group)
+        {
+            self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}"));
+        }
+        let names: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        for name in names {
+            let rel = self.tenant_rel(&name);
+            if !self.cg.waiting_at_limit(&rel).unwrap_or(false) {
+                continue;
+            }
+            let woke = self.cg.release_waiters(&rel);
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            t.count_error("waited at its quota");
+            let quiet = t.waited_at.is_some_and(|at| at.elapsed() < self.cfg.interval);
+            if !quiet {
+                t.waited_at = Some(Instant::now());
+                let msg = match woke {
+                    Ok(()) => format!(
+                        "waited at its quota {}: reclaim made no progress (the kernel would have killed it); woken to try again",
+                        show_quota(t.quota)
+                    ),
+                    Err(e) => format!("waits at its quota and cannot be woken: {e}"),
+                };
+                self.events.warn(Some(name.as_str()), msg);
+            }
+        }
+    }
+
     /// Between intervals: is any tenant suddenly faulting from the tier (waking up)?
     /// Reads only each tenant's `memory.stat`, so the daemon can look every half
     /// second and run the control loop at once instead of waiting out the interval.

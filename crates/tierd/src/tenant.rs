@@ -87,6 +87,8 @@ pub struct Tenant {
     pub prefetched: HashMap<(u32, u64), f64>,
     /// Major faults at the last between-interval look (see `Engine::fault_watch`).
     pub watch: Option<(Instant, u64)>,
+    /// When a task of it was last found waiting at its quota (see `Engine::release_waiters`).
+    pub waited_at: Option<Instant>,
     /// Its guest, when the tenant is a QEMU VM.
     pub guest: Option<crate::api::GuestStatus>,
     /// What was last said about the guest (found, tierable), so it is said once.
@@ -111,6 +113,7 @@ impl Tenant {
             woke_at: None,
             prefetched: HashMap::new(),
             watch: None,
+            waited_at: None,
             guest: None,
             guest_said: None,
         }

@@ -39,6 +39,13 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
         assert!(t["errors"].as_object().unwrap().is_empty(), "no failed operations: {t:#}");
     }
     assert!(quota_sum <= GIB);
+    // A task at its quota whose reclaim makes no progress waits for tierd to wake it;
+    // the kernel does not kill it (cgroup v1, where a limit is hard).
+    for name in ["a", "b"] {
+        let oom =
+            std::fs::read_to_string(d.cgroup_dir().join("tenants").join(name).join("memory.oom_control")).unwrap();
+        assert!(oom.contains("oom_kill_disable 1"), "{name}: {oom}");
+    }
 
     wait_for("both workloads to finish and verify", Duration::from_secs(180), || {
         let st = d.status();

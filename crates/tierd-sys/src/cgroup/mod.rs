@@ -75,6 +75,17 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     /// Reclaims about `bytes` from the cgroup now (frees the swap cache after a
     /// demotion); returns the bytes freed.
     fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError>;
+    /// Is a task of the cgroup waiting at its limit, the kernel's reclaim having made no
+    /// progress? (v1 with the OOM killer off, see [`V1`]; v2's `memory.high` throttles
+    /// and never gets there.)
+    fn waiting_at_limit(&self, _rel: &str) -> Result<bool, CgroupError> {
+        Ok(false)
+    }
+    /// Wakes the tasks waiting at the limit to try reclaim again (raising the limit by
+    /// a page is what wakes them on v1); a no-op where none can wait.
+    fn release_waiters(&self, _rel: &str) -> Result<(), CgroupError> {
+        Ok(())
+    }
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError>;
     fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError>;
     /// tierd's own cgroup as `/proc/PID/cgroup` names it (the path `base` stands for).

@@ -1,5 +1,14 @@
 //! cgroup v1 memory controller (`memory.limit_in_bytes`), as on these machines.
 //!
+//! A v1 limit is hard: when reclaim at the limit makes no progress for a few rounds
+//! (every page recently touched, a busy tier), the kernel OOM-kills a process of the
+//! cgroup, even with swap free. A quota is tierd's placement, not a cap worth a
+//! process, so every cgroup tierd creates has the OOM killer off
+//! (`memory.oom_control`): a task there waits instead, and tierd wakes it
+//! ([`V1::release_waiters`]) to reclaim again. (Found in login-storm: tenants woken
+//! under quotas of 32–230 MiB were killed; plain swap's one group limit killed a
+//! tenant in each run of the slow-tier wake-up too.)
+//!
 //! v1 has no `memory.reclaim`, so [`V1::reclaim`] squeezes the limit for a moment: the
 //! kernel reclaims down to it (swap-cache pages left by a demotion go first, as they
 //! sit at the tail of the inactive list) and the old limit is put back.
@@ -66,7 +75,13 @@ impl MemoryController for V1 {
     }
 
     fn create(&self, rel: &str) -> Result<(), CgroupError> {
-        make_dir(&inside(&self.base, rel)?)
+        let dir = inside(&self.base, rel)?;
+        make_dir(&dir)?;
+        let oom = dir.join("memory.oom_control");
+        if oom.exists() {
+            write_text(&oom, "1")?;
+        }
+        Ok(())
     }
 
     fn remove(&self, rel: &str) -> Result<(), CgroupError> {
@@ -111,6 +126,21 @@ impl MemoryController for V1 {
             return Err(e);
         }
         Ok(before.saturating_sub(self.usage(&dir)?))
+    }
+
+    fn waiting_at_limit(&self, rel: &str) -> Result<bool, CgroupError> {
+        let text = read_text(&inside(&self.base, rel)?.join("memory.oom_control"))?;
+        Ok(stat_map(&text).get("under_oom").is_some_and(|&v| v > 0))
+    }
+
+    fn release_waiters(&self, rel: &str) -> Result<(), CgroupError> {
+        // Only a raised limit (or memory uncharged) wakes the waiters; a page is enough,
+        // and the next quota write puts the planned value back.
+        let dir = inside(&self.base, rel)?;
+        match self.limit(&dir)? {
+            Some(l) => self.write_limit(&dir, Some(l + 4096)),
+            None => Ok(()),
+        }
     }
 
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError> {
@@ -187,6 +217,22 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         c.add_proc("tierd/db", 99).unwrap();
         assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/cgroup.procs")).unwrap(), "99");
         assert_eq!(std::fs::read_to_string(c.base().join("tierd/db/memory.move_charge_at_immigrate")).unwrap(), "3");
+    }
+
+    #[test]
+    fn tasks_at_the_limit_wait_instead_of_being_killed_and_are_woken() {
+        let (_t, c) = tree();
+        let oom = c.base().join("tierd/db/memory.oom_control");
+        std::fs::write(&oom, "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n").unwrap();
+        c.create("tierd/db").unwrap();
+        assert_eq!(std::fs::read_to_string(&oom).unwrap(), "1", "the OOM killer is turned off");
+        std::fs::write(&oom, "oom_kill_disable 1\nunder_oom 0\noom_kill 0\n").unwrap();
+        assert!(!c.waiting_at_limit("tierd/db").unwrap());
+        std::fs::write(&oom, "oom_kill_disable 1\nunder_oom 1\noom_kill 0\n").unwrap();
+        assert!(c.waiting_at_limit("tierd/db").unwrap());
+        c.set_limit("tierd/db", Some(256 << 20)).unwrap();
+        c.release_waiters("tierd/db").unwrap();
+        assert_eq!(c.stats("tierd/db").unwrap().limit, Some((256 << 20) + 4096), "raised by a page");
     }
 
     #[test]

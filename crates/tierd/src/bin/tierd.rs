@@ -174,7 +174,9 @@ fn run() -> anyhow::Result<()> {
         let mut early = false;
         if Instant::now() >= next_watch {
             next_watch = Instant::now() + WATCH;
-            early = engine.lock().unwrap_or_else(|p| p.into_inner()).fault_watch();
+            let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
+            e.release_waiters();
+            early = e.fault_watch();
         }
         if early || Instant::now() >= next {
             engine.lock().unwrap_or_else(|p| p.into_inner()).tick();
