@@ -91,7 +91,12 @@ fn two_tenants_with_different_hot_sets_get_quotas_in_proportion() {
     assert!(qs >= 64.0 && ql >= 256.0, "each quota holds its hot set: {qs:.0} {ql:.0}");
     assert!(qs + ql <= 512.5, "within the budget: {qs:.0} + {ql:.0}");
     let ratio = ql / qs;
-    assert!((3.0..=5.0).contains(&ratio), "hot sets 1:4, quotas {qs:.0}:{ql:.0} MiB (ratio {ratio:.2})");
+    assert!(
+        (3.0..=5.0).contains(&ratio),
+        "hot sets 1:4, quotas {qs:.0}:{ql:.0} MiB (ratio {ratio:.2})\n{}\n{}",
+        d.ctl(&["explain", "small"]),
+        d.ctl(&["explain", "large"])
+    );
     let e = d.ctl(&["explain", "large"]);
     assert!(e.contains("quota") && e.contains("active"), "{e}");
 }

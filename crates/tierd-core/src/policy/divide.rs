@@ -1,4 +1,5 @@
-//! Dividing DRAM among tenants: floors first, then demand by weight, then spare by weight.
+//! Dividing DRAM among tenants: floors first, then demand by weight, then what each
+//! already holds, then spare by weight.
 
 /// One tenant's claim on the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -7,6 +8,9 @@ pub struct Claim {
     pub floor: u64,
     /// What the tenant needs now; filled by weight when the budget is short.
     pub demand: u64,
+    /// What it holds now, kept (by weight) once every demand is met: DRAM nobody needs
+    /// stays where it is rather than being taken only to be read back (0: nothing).
+    pub keep: u64,
     /// Never more than this (a limit, or the tenant's size).
     pub cap: u64,
     /// Weight when the budget is short (shares, or size for proportional quotas).
@@ -20,7 +24,8 @@ pub struct Claim {
 /// 1. Every claim gets its floor (scaled down if the floors alone exceed `total`).
 /// 2. What is left goes toward each claim's demand, by weight (water-filling: a claim
 ///    that is satisfied hands its unused part to the others).
-/// 3. What is still left goes toward each cap, by spare weight, so no DRAM idles.
+/// 3. Then toward what each holds ([`Claim::keep`]), by weight.
+/// 4. What is still left goes toward each cap, by spare weight, so no DRAM idles.
 ///
 /// No claim ever gets more than its cap, and the parts never sum to more than `total`.
 pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
@@ -37,6 +42,8 @@ pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
     let weights: Vec<u64> = claims.iter().map(|c| c.weight.max(1)).collect();
     let spare_weights: Vec<u64> = claims.iter().map(|c| c.spare_weight.max(1)).collect();
     left = fill(&mut parts, &demands, &weights, left);
+    let keeps: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.keep.min(cap)).collect();
+    left = fill(&mut parts, &keeps, &weights, left);
     fill(&mut parts, &caps, &spare_weights, left);
     parts
 }
@@ -69,7 +76,25 @@ mod tests {
     use super::*;
 
     fn claim(floor: u64, demand: u64, cap: u64, weight: u64) -> Claim {
-        Claim { floor, demand, cap, weight, spare_weight: weight }
+        Claim { floor, demand, keep: 0, cap, weight, spare_weight: weight }
+    }
+
+    #[test]
+    fn what_is_held_is_kept_before_the_spare_is_shared() {
+        // a needs 10 and holds 60; b needs 30. Nobody is short: a keeps its 60.
+        let mut a = claim(0, 10, 100, 1);
+        a.keep = 60;
+        let b = claim(0, 30, 100, 1);
+        let parts = divide(100, &[a, b]);
+        assert_eq!(parts, vec![65, 35], "a keeps 60, the last 10 split evenly");
+        // Short of what they hold: demands first, then the keeps share what is left.
+        let parts = divide(50, &[a, b]);
+        assert_eq!(parts, vec![20, 30], "b's need before a's holding");
+        // Holdings beyond the budget are water-filled by weight.
+        let mut c = claim(0, 10, 100, 1);
+        c.keep = 30;
+        let parts = divide(70, &[a, c]);
+        assert_eq!(parts, vec![40, 30]);
     }
 
     #[test]

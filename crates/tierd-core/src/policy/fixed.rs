@@ -18,6 +18,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
             Claim {
                 floor: t.spec.reserve,
                 demand: t.size().max(MIN_QUOTA),
+                keep: 0,
                 cap,
                 weight: t.size().max(MIN_QUOTA),
                 spare_weight: t.size().max(MIN_QUOTA),
