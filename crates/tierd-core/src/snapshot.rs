@@ -91,6 +91,10 @@ pub struct TenantView {
     pub tier_faults_per_sec_avg: f64,
     /// Seconds since the tenant was last seen waking up (fault-rate jump).
     pub woke_secs_ago: Option<f64>,
+    /// Seconds it has been at rest (its processes stopped using the CPU and it does
+    /// not read from the tier), if it is: a phase change seen within a second or two.
+    #[serde(default)]
+    pub at_rest_secs: Option<f64>,
     pub regions: Vec<Region>,
 }
 
@@ -109,6 +113,7 @@ impl TenantView {
             tier_faults_per_sec: 0.0,
             tier_faults_per_sec_avg: 0.0,
             woke_secs_ago: None,
+            at_rest_secs: None,
             regions: Vec::new(),
         }
     }

@@ -196,6 +196,13 @@ pub struct TenantStatus {
     /// Growth of its tier footprint per second: a lower bound of its tier writes.
     #[serde(default)]
     pub tier_write_bytes_per_sec: f64,
+    /// Cores its processes used at the last look between intervals (`tierd` policy).
+    #[serde(default)]
+    pub cpu_cores: f64,
+    /// Seconds it has been at rest (its CPU stopped, nothing read from the tier), if
+    /// it is: the policy counts it as gone quiet without waiting for an interval.
+    #[serde(default)]
+    pub at_rest_secs: Option<f64>,
     pub reason: String,
     /// Failed syscalls and cgroup writes, by operation.
     pub errors: BTreeMap<String, u64>,

@@ -426,32 +426,42 @@ impl Engine {
         }
     }
 
-    /// Between intervals: is any tenant suddenly faulting from the tier (waking up)?
-    /// Reads only each tenant's `memory.stat`, so the daemon can look every half
+    /// Between intervals: is any tenant suddenly faulting from the tier (waking up), or
+    /// has one just come to rest (its CPU stopped)? Reads only each tenant's
+    /// `memory.stat` and its processes' CPU times, so the daemon can look every half
     /// second and run the control loop at once instead of waiting out the interval.
     pub fn fault_watch(&mut self) -> bool {
         if self.cfg.policy != PolicyKind::Tierd {
             return false;
         }
         let now = Instant::now();
-        let mut jump = false;
+        let secs = now_secs();
+        let window = self.cfg.tracker.window.as_secs_f64();
+        let hz = tierd_sys::process::clock_ticks_per_sec().max(1) as f64;
+        let mut changed = false;
         let names: Vec<TenantName> =
             self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
         for name in names {
             let Ok(stats) = self.cg.stats(&self.tenant_rel(&name)) else { continue };
             let t = self.tenants.get_mut(&name).expect("listed above");
+            let mut faulting = false;
             if let Some((at, faults)) = t.watch
                 && now > at
             {
                 let rate = stats.major_faults.saturating_sub(faults) as f64 / (now - at).as_secs_f64();
                 let usual = t.fault_rates.iter().copied().sum::<f64>() / t.fault_rates.len().max(1) as f64;
                 if rate >= tierd_core::policy::WAKE_MIN_FAULTS * 2.0 && rate >= tierd_core::policy::WAKE_JUMP * usual {
-                    jump = true;
+                    changed = true;
                 }
+                faulting = rate >= tierd_core::policy::WAKE_MIN_FAULTS;
             }
             t.watch = Some((now, stats.major_faults));
+            let ticks: u64 = t.procs.iter().map(|p| self.proc.cpu_ticks(p.pid()).unwrap_or(0)).sum();
+            if t.pace.step(secs, ticks as f64 / hz, faulting, window) {
+                changed = true;
+            }
         }
-        jump
+        changed
     }
 
     /// Lets each tenant's tracker observe one interval.
@@ -520,6 +530,7 @@ impl Engine {
                 tier_faults_per_sec: t.measure.major_faults_per_sec,
                 tier_faults_per_sec_avg: t.fault_rate_before(),
                 woke_secs_ago: t.woke_at.map(|w| now - w),
+                at_rest_secs: t.pace.rest_secs(now),
                 regions: t.tracker.as_ref().map(|tr| tr.regions(now)).unwrap_or_default(),
             })
             .collect();
@@ -1033,6 +1044,8 @@ impl Engine {
                 major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
                 tier_read_bytes_per_sec: if t.is_running() { t.measure.major_faults_per_sec * 4096.0 } else { 0.0 },
                 tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
+                cpu_cores: if t.is_running() { t.pace.cores } else { 0.0 },
+                at_rest_secs: if t.is_running() { t.pace.rest_secs(now_secs()) } else { None },
                 reason: t.reason.clone(),
                 errors: t.errors.clone(),
                 vm: t.spec.vm || t.guest.is_some(),

@@ -13,6 +13,7 @@ pub mod history;
 pub mod http;
 pub mod metrics;
 pub mod mover;
+pub mod pace;
 pub mod server;
 pub mod state;
 pub mod tenant;

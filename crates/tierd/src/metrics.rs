@@ -224,6 +224,8 @@ pub(crate) mod tests {
             major_faults_per_sec: 2.5,
             tier_read_bytes_per_sec: 10240.0,
             tier_write_bytes_per_sec: 0.0,
+            cpu_cores: 0.0,
+            at_rest_secs: None,
             reason: "active 150 B \"hot\"\nfine".into(),
             errors: [("pageout".to_string(), 3)].into(),
             vm: false,

@@ -87,6 +87,8 @@ pub struct Tenant {
     pub prefetched: HashMap<(u32, u64), f64>,
     /// Major faults at the last between-interval look (see `Engine::fault_watch`).
     pub watch: Option<(Instant, u64)>,
+    /// Its CPU use, read at the between-interval looks: whether it is at rest.
+    pub pace: crate::pace::CpuPace,
     /// When a task of it was last found waiting at its quota (see `Engine::release_waiters`).
     pub waited_at: Option<Instant>,
     /// Its guest, when the tenant is a QEMU VM.
@@ -113,6 +115,7 @@ impl Tenant {
             woke_at: None,
             prefetched: HashMap::new(),
             watch: None,
+            pace: Default::default(),
             waited_at: None,
             guest: None,
             guest_said: None,

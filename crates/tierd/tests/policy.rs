@@ -116,6 +116,14 @@ fn wake_window(stdout: &str) -> Option<(f64, f64)> {
     None
 }
 
+/// Wall-clock time of the first idle report (the phase began within the second before).
+fn first_idle_report(stdout: &str) -> Option<f64> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with('{') && l.contains("\"phase\":\"idle\""))
+        .find_map(|l| serde_json::from_str::<Value>(l).ok()?["unix"].as_f64())
+}
+
 fn unix_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
 }
@@ -141,11 +149,11 @@ fn an_idle_tenant_that_wakes_up_gets_its_quota_back_within_two_intervals() {
     assert!(before >= 192.0, "an active tenant's quota holds its hot set: {before:.0} MiB");
 
     // While it idles its quota falls and the busy tenant pushes its memory out.
-    let mut samples: Vec<(f64, f64, f64)> = Vec::new();
+    let mut samples: Vec<(f64, f64, f64, bool)> = Vec::new();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(58) {
         let t = d.tenant("sleepy");
-        samples.push((unix_now(), mib(&t["quota_bytes"]), mib(&t["tier_bytes"])));
+        samples.push((unix_now(), mib(&t["quota_bytes"]), mib(&t["tier_bytes"]), !t["at_rest_secs"].is_null()));
         std::thread::sleep(Duration::from_millis(250));
     }
     let low = samples.iter().map(|s| s.1).fold(f64::MAX, f64::min);
@@ -153,7 +161,14 @@ fn an_idle_tenant_that_wakes_up_gets_its_quota_back_within_two_intervals() {
     let pushed = samples.iter().map(|s| s.2).fold(0.0, f64::max);
     assert!(pushed > 100.0, "its memory went to the tier while idle: {pushed:.0} MiB");
 
-    let (idle_end, _) = wake_window(&d.tenant_stdout("sleepy")).expect("the workload reported its wake-up");
+    // Its CPU stopped when it went idle: tierd sees it at rest within seconds, not after
+    // an interval or two of samples.
+    let stdout = d.tenant_stdout("sleepy");
+    let idle_from = first_idle_report(&stdout).expect("the workload reported its idle phase") - 1.0;
+    let rested = samples.iter().find(|s| s.3).unwrap_or_else(|| panic!("never seen at rest: {samples:?}"));
+    assert!(rested.0 - idle_from <= 3.5, "at rest {:.1} s after it went idle", rested.0 - idle_from);
+    assert!(!samples.iter().any(|s| s.3 && s.0 < idle_from), "at rest while it was busy: {samples:?}");
+    let (idle_end, _) = wake_window(&stdout).expect("the workload reported its wake-up");
     // Back means room for its 192 MiB hot set again, and the hot set back in DRAM.
     let tier_at_wake = samples.iter().rev().find(|s| s.0 <= idle_end).map_or(0.0, |s| s.2);
     let back = samples
@@ -171,6 +186,7 @@ fn an_idle_tenant_that_wakes_up_gets_its_quota_back_within_two_intervals() {
     assert!(resident.0 - idle_end <= 5.0, "hot set back in DRAM {:.1} s after the wake-up", resident.0 - idle_end);
     let explain = d.ctl(&["explain", "sleepy"]);
     assert!(explain.contains("woke up"), "tierd says it saw the wake-up: {explain}");
+    assert!(explain.contains("at rest for"), "and that it was at rest: {explain}");
 }
 
 #[test]

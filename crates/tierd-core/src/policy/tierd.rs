@@ -20,6 +20,9 @@
 //!   goes to the tier as whole regions. While nobody needs that DRAM it keeps what it
 //!   holds (every tenant does, see [`Claim::keep`]): a tenant idle between sessions
 //!   finds its hot set still in DRAM when it comes back;
+//! - **at rest**: a tenant whose processes stopped using the CPU and that reads nothing
+//!   from the tier (seen between intervals, see `tierd::pace`) counts as going quiet at
+//!   once, without waiting for an interval of samples to say so;
 //! - **huge pages**: hot regions that belong on huge pages but sit on small ones are
 //!   rebuilt with `MADV_COLLAPSE`, hottest first, at up to [`COLLAPSE_RATE`] and
 //!   within the room under the quota while the tenant faults from the tier;
@@ -107,8 +110,14 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
             why: format!("not measured yet: taken as fully active ({})", human(size)),
         };
     };
-    let faulting =
-        t.tier_faults_per_sec >= WAKE_MIN_FAULTS && t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg;
+    // Its CPU stopped and it reads nothing from the tier (seen between intervals): at
+    // rest now, whatever the last interval says (it was busy for part of it). In
+    // login-storm the interval's lag kept a tenant that had just stopped at its full
+    // quota for up to 12 s while a neighbour that had just logged in thrashed.
+    let at_rest = t.at_rest_secs.is_some();
+    let faulting = !at_rest
+        && t.tier_faults_per_sec >= WAKE_MIN_FAULTS
+        && t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg;
     let jumped = a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
     // An eighth, not a quarter: a busy tenant squeezed after a burst (a sweep) sits near
     // a quarter of that burst's peak and faults when squeezed; that is no wake-up.
@@ -119,15 +128,16 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     // and a quota let go after one window pushed it out again (it then "woke" again).
     let still_reading = t.tier_faults_per_sec >= WAKE_MIN_FAULTS;
     let recently_woke =
-        t.woke_secs_ago.is_some_and(|s| s < window || (still_reading && s < WAKE_HOLD_WINDOWS * window));
+        !at_rest && t.woke_secs_ago.is_some_and(|s| s < window || (still_reading && s < WAKE_HOLD_WINDOWS * window));
     // A tenant that touched under a quarter of its window average in the last
     // interval (and is not faulting) is going quiet: count a quarter of its average, so
     // the DRAM it no longer uses moves to a tenant waking up now rather than a window
     // later (half was not enough: a waking neighbour with a hot set half the budget
     // still thrashed for 30 s). If it comes back, its faults give it its peak again.
-    let quiet = a.last_interval_bytes < a.active_bytes / 4 && t.tier_faults_per_sec < WAKE_MIN_FAULTS;
+    let quiet = at_rest || (a.last_interval_bytes < a.active_bytes / 4 && t.tier_faults_per_sec < WAKE_MIN_FAULTS);
     let recent = if quiet { a.active_bytes / 4 } else { a.active_bytes };
-    let measured = recent.max(a.last_interval_bytes) + a.ci_bytes;
+    let last = if at_rest { 0 } else { a.last_interval_bytes };
+    let measured = recent.max(last) + a.ci_bytes;
     let mut why = format!(
         "active {} ±{} over {:.0} s, {} in the last interval",
         human(a.active_bytes),
@@ -135,7 +145,9 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
         window,
         human(a.last_interval_bytes)
     );
-    if quiet {
+    if let Some(secs) = t.at_rest_secs {
+        why += &format!(": at rest for {secs:.0} s (its CPU stopped), a quarter of its average counts");
+    } else if quiet {
         why += ": going quiet, a quarter of its average counts";
     }
     let mut active = measured;
@@ -179,7 +191,7 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     // growth at the group limit reads back a few pages a second (68/s in a test) and
     // then claimed all it held, cold memory too, as need.
     let faulted_in_window = t.tier_faults_per_sec * PAGE as f64 * window;
-    if t.tier_faults_per_sec >= WAKE_MIN_FAULTS && faulted_in_window >= headroom(t.dram) as f64 {
+    if !at_rest && t.tier_faults_per_sec >= WAKE_MIN_FAULTS && faulted_in_window >= headroom(t.dram) as f64 {
         let held_and_faulting = t.dram + (t.tier_faults_per_sec * PAGE as f64 * interval) as u64;
         if held_and_faulting > bytes {
             bytes = held_and_faulting;
@@ -624,6 +636,28 @@ mod tests {
         // By what it faults in over an interval (10 s here), on top of what it holds.
         assert!(tp.quota.unwrap() >= 800 * MIB + 5000 * 4096 * 10, "{tp:?}");
         assert!(tp.reason.contains("pages/s from the tier"), "{}", tp.reason);
+    }
+
+    #[test]
+    fn a_tenant_at_rest_yields_its_dram_at_once() {
+        // It woke 20 s ago and was busy most of the last interval (200 MiB touched,
+        // 300 faults/s), but its CPU stopped a second ago. Two busy neighbours.
+        let mut r = active(tenant("r", 512 * MIB), 200 * MIB);
+        r.woke_secs_ago = Some(20.0);
+        r.tier_faults_per_sec = 300.0;
+        r.dram = 230 * MIB;
+        let busy = |name: &str| active(tenant(name, 512 * MIB), 200 * MIB);
+        let p = plan(&snap(600 * MIB, vec![r.clone(), busy("b1"), busy("b2")]));
+        assert!(quota(&p, "r") >= 190 * MIB, "the interval alone holds it: {}", p.tenant("r").unwrap().reason);
+        r.at_rest_secs = Some(1.0);
+        let p = plan(&snap(600 * MIB, vec![r, busy("b1"), busy("b2")]));
+        let tp = p.tenant("r").unwrap();
+        assert!(tp.quota.unwrap() < 100 * MIB, "{}", tp.reason);
+        assert!(tp.reason.contains("at rest for 1 s"), "{}", tp.reason);
+        assert!(!tp.woke, "{}", tp.reason);
+        for b in ["b1", "b2"] {
+            assert!(quota(&p, b) >= 200 * MIB + headroom(200 * MIB), "{}", p.tenant(b).unwrap().reason);
+        }
     }
 
     #[test]
