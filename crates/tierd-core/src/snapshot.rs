@@ -95,6 +95,10 @@ pub struct TenantView {
     /// not read from the tier), if it is: a phase change seen within a second or two.
     #[serde(default)]
     pub at_rest_secs: Option<f64>,
+    /// Seconds since its last rest ended, if it has rested: reading from the tier
+    /// just after is a wake-up.
+    #[serde(default)]
+    pub since_rest_secs: Option<f64>,
     pub regions: Vec<Region>,
 }
 
@@ -114,6 +118,7 @@ impl TenantView {
             tier_faults_per_sec_avg: 0.0,
             woke_secs_ago: None,
             at_rest_secs: None,
+            since_rest_secs: None,
             regions: Vec::new(),
         }
     }

@@ -228,11 +228,24 @@ impl Engine {
         self.save_with(tier);
     }
 
-    /// One pass of the control loop.
+    /// One pass of the control loop, each interval: measures, samples activeness,
+    /// plans and carries the plan out.
     pub fn tick(&mut self) {
+        self.step(true);
+    }
+
+    /// A pass between intervals, when [`Engine::fault_watch`] saw a tenant wake or come
+    /// to rest: plans from fresh measurements without sampling. Sampling at every
+    /// phase change cost ten times the tracking budget in login-storm (8 tenants, one
+    /// change every 2.5 s), and its shortened intervals read as less activity.
+    pub fn tick_early(&mut self) {
+        self.step(false);
+    }
+
+    fn step(&mut self, sample: bool) {
         self.reap();
         self.measure(true);
-        if self.cfg.policy == PolicyKind::Tierd {
+        if sample && self.cfg.policy == PolicyKind::Tierd {
             let ((), secs) = mover::timed(|| self.track());
             warn_if_slow(&mut self.events, None, secs, || "activeness tracking".into());
         }
@@ -369,7 +382,7 @@ impl Engine {
             // Rates are per interval: only the control loop moves their baseline.
             if rates {
                 let faults = if prev.at.is_some() { stats.major_faults.saturating_sub(prev.major_faults) } else { 0 };
-                t.measure.interval_faults = faults;
+                t.measure.untracked_faults += faults;
                 (t.measure.major_faults_per_sec, t.measure.tier_write_bytes_per_sec) = match prev.at {
                     Some(at) if now > at => {
                         let dt = (now - at).as_secs_f64();
@@ -427,7 +440,7 @@ impl Engine {
     }
 
     /// Between intervals: is any tenant suddenly faulting from the tier (waking up), or
-    /// has one just come to rest (its CPU stopped)? Reads only each tenant's
+    /// has one just come to rest (its CPU stopped) or ended its rest? Reads only each tenant's
     /// `memory.stat` and its processes' CPU times, so the daemon can look every half
     /// second and run the control loop at once instead of waiting out the interval.
     pub fn fault_watch(&mut self) -> bool {
@@ -478,7 +491,7 @@ impl Engine {
             let tracker = t
                 .tracker
                 .get_or_insert_with(|| Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)));
-            tracker.observe(&t.procs, t.measure.interval_faults, now);
+            tracker.observe(&t.procs, std::mem::take(&mut t.measure.untracked_faults), now);
         }
     }
 
@@ -531,6 +544,7 @@ impl Engine {
                 tier_faults_per_sec_avg: t.fault_rate_before(),
                 woke_secs_ago: t.woke_at.map(|w| now - w),
                 at_rest_secs: t.pace.rest_secs(now),
+                since_rest_secs: t.pace.since_rest_secs(now),
                 regions: t.tracker.as_ref().map(|tr| tr.regions(now)).unwrap_or_default(),
             })
             .collect();

@@ -7,9 +7,11 @@
 //! second: a tenant whose processes stopped using the CPU, and that is not reading from
 //! the tier (a thrashing tenant waits on the tier and uses little CPU too), is at rest.
 
-/// Shortest step between two readings: CPU times count in clock ticks (10 ms), so a
-/// shorter step cannot tell 2% of a core from nothing.
-const MIN_STEP_SECS: f64 = 1.0;
+/// Shortest step between two readings (the daemon reads every 0.5 s). CPU times
+/// count in clock ticks (10 ms): over half a second that tells a tenant at a tenth of
+/// its usual 0.2 cores or more from one still running; a step of a second left five
+/// busy tenants in login-storm's 8 claiming DRAM for a second or two at each change.
+const MIN_STEP_SECS: f64 = 0.45;
 
 /// A tenant using less than this share of its usual CPU is at rest...
 const REST_SHARE: f64 = 0.1;
@@ -33,16 +35,46 @@ pub struct CpuPace {
     pub usual: f64,
     /// Since when (seconds) it has been at rest.
     pub rest_since: Option<f64>,
+    /// When (seconds) its last rest ended: a tenant that starts reading from the tier
+    /// just then is waking up, whatever the last interval's samples say (between
+    /// intervals they are not taken again).
+    pub rest_ended: Option<f64>,
+    /// Readings in a row that saw it reading from the tier.
+    faulting_readings: u32,
 }
+
+/// Readings in a row (0.5 s apart) that must see a tenant at rest reading from the
+/// tier, with its CPU past [`REST_SHARE`] of its usual, before it counts as awake. A
+/// tenant cut small at rest faults a burst of its own memory back now and then (its
+/// report thread; 270 faults in one idle phase here) and uses almost no CPU doing
+/// so; read as a wake-up, each burst brought its hot set back only to demote it again.
+const WAKING_READINGS: u32 = 2;
+
+/// Readings in a row that end a rest by faults alone, whatever the CPU: a tenant
+/// waking to a hot set on a slow tier waits on it and may use little CPU.
+const FAULTING_READINGS: u32 = 6;
 
 impl CpuPace {
     /// Takes a reading: `cpu_secs` used so far by its processes at time `now`, and
-    /// whether it read from the tier lately. Returns true when it has just come to rest.
+    /// whether it read from the tier lately. Returns true when it has just come to
+    /// rest or its rest has just ended.
     pub fn step(&mut self, now: f64, cpu_secs: f64, faulting: bool, window_secs: f64) -> bool {
-        // Reading from the tier is waking up: never at rest then, not even until the
-        // next full step (the wake-up is planned for at once).
-        if faulting {
-            self.rest_since = None;
+        self.faulting_readings = if faulting { self.faulting_readings + 1 } else { 0 };
+        let mut changed = false;
+        if self.rest_since.is_some() {
+            // The CPU since the last full step, also between steps.
+            let cores = self.last.map_or(0.0, |(at, before)| {
+                if now - at >= 0.25 { (cpu_secs - before).max(0.0) / (now - at) } else { self.cores }
+            });
+            let woke = (self.faulting_readings >= WAKING_READINGS && cores >= REST_SHARE * self.usual)
+                || self.faulting_readings >= FAULTING_READINGS;
+            // Reading from the tier and busy again is waking up: not at rest then, not
+            // even until the next full step (the wake-up is planned for at once).
+            if woke {
+                self.rest_since = None;
+                self.rest_ended = Some(now);
+                changed = true;
+            }
         }
         let Some((at, before)) = self.last else {
             self.last = Some((now, cpu_secs));
@@ -50,15 +82,17 @@ impl CpuPace {
         };
         let dt = now - at;
         if dt < MIN_STEP_SECS {
-            return false;
+            return changed;
         }
         self.last = Some((now, cpu_secs));
         // A process that exits takes its CPU time with it: never a negative rate.
         self.cores = (cpu_secs - before).max(0.0) / dt;
         let resting = self.usual >= MIN_BUSY_CORES && self.cores < REST_SHARE * self.usual && !faulting;
         match self.rest_since {
-            Some(_) if faulting || self.cores >= RUN_SHARE * self.usual => {
+            Some(_) if self.cores >= RUN_SHARE * self.usual => {
                 self.rest_since = None;
+                self.rest_ended = Some(now);
+                changed = true;
             }
             Some(_) => return false,
             None if resting => {
@@ -68,12 +102,17 @@ impl CpuPace {
             None => {}
         }
         self.usual += (self.cores - self.usual) * (dt / window_secs.max(dt)).min(1.0);
-        false
+        changed
     }
 
     /// Seconds it has been at rest, if it is.
     pub fn rest_secs(&self, now: f64) -> Option<f64> {
         self.rest_since.map(|s| (now - s).max(0.0))
+    }
+
+    /// Seconds since its last rest ended, if it has rested.
+    pub fn since_rest_secs(&self, now: f64) -> Option<f64> {
+        self.rest_ended.map(|s| (now - s).max(0.0))
     }
 }
 
@@ -104,8 +143,10 @@ mod tests {
         assert!(!run(&mut p, &mut t, &mut cpu, 60, 0.0, false), "came to rest once");
         assert_eq!(p.rest_secs(t), Some(61.0));
         assert_eq!(p.usual, usual, "how busy it was is remembered while it rests");
-        run(&mut p, &mut t, &mut cpu, 1, 0.5, false);
+        assert_eq!(p.since_rest_secs(t), None, "has not rested before");
+        assert!(run(&mut p, &mut t, &mut cpu, 1, 0.5, false), "its rest ended");
         assert_eq!(p.rest_secs(t), None, "running again");
+        assert_eq!(p.since_rest_secs(t + 2.0), Some(2.0), "its rest just ended");
     }
 
     #[test]
@@ -115,16 +156,22 @@ mod tests {
         run(&mut p, &mut t, &mut cpu, 40, 0.9, false);
         assert!(!run(&mut p, &mut t, &mut cpu, 10, 0.02, true), "{p:?}");
         assert_eq!(p.rest_secs(t), None);
-        // At rest, then faulting again (waking): running.
+        // At rest, a burst of faults with no CPU (its report thread): still at rest.
         run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
         assert!(p.rest_secs(t).is_some());
-        run(&mut p, &mut t, &mut cpu, 1, 0.0, true);
+        assert!(!run(&mut p, &mut t, &mut cpu, 2, 0.0, true), "a burst of faults is no wake-up");
+        assert!(p.rest_secs(t).is_some());
+        // Faulting on: its rest ends by faults alone after a while.
+        assert!(run(&mut p, &mut t, &mut cpu, 4, 0.0, true), "its rest ended");
         assert_eq!(p.rest_secs(t), None);
-        // Faulting ends the rest even between full steps.
+        // Faulting and using some CPU ends the rest at the second reading, even between
+        // full steps.
         run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
         assert!(p.rest_secs(t).is_some());
-        p.step(t + 0.5, cpu, true, 30.0);
-        assert_eq!(p.rest_secs(t + 0.5), None);
+        assert!(!p.step(t + 0.5, cpu + 0.05, true, 30.0));
+        assert!(p.step(t + 0.7, cpu + 0.07, true, 30.0));
+        assert_eq!(p.rest_secs(t + 0.7), None);
+        assert_eq!(p.since_rest_secs(t + 0.7), Some(0.0), "woke just now");
     }
 
     #[test]
@@ -136,10 +183,10 @@ mod tests {
     }
 
     #[test]
-    fn readings_closer_than_a_second_wait_and_exits_never_make_a_negative_rate() {
+    fn readings_closer_than_half_a_second_wait_and_exits_never_make_a_negative_rate() {
         let mut p = CpuPace::default();
         p.step(0.0, 10.0, false, 30.0);
-        assert!(!p.step(0.5, 10.4, false, 30.0));
+        assert!(!p.step(0.3, 10.4, false, 30.0));
         assert_eq!(p.cores, 0.0, "not read yet");
         p.step(1.0, 10.8, false, 30.0);
         assert!((p.cores - 0.8).abs() < 1e-9, "{p:?}");

@@ -42,8 +42,9 @@ pub struct Measure {
     /// Major faults so far.
     pub major_faults_total: u64,
     pub major_faults_per_sec: f64,
-    /// Major faults in the last interval (what the tracker counts as pages touched).
-    pub interval_faults: u64,
+    /// Major faults since the tracker last observed (what it counts as pages touched;
+    /// passes between intervals do not sample).
+    pub untracked_faults: u64,
     /// Growth of the tier footprint per second over the last interval: a lower bound of
     /// the tenant's tier writes (cgroup v1 counts no per-cgroup swap-outs; pages written
     /// and read back within one interval are missed).

@@ -8,7 +8,7 @@
 //!
 //! Around that:
 //! - **wake-up**: a jump in a tenant's tier-1 fault rate together with a jump in what
-//!   it touches means it woke; its need goes back at once to the peak it had before
+//!   it touches (or just after it was at rest, see below) means it woke; its need goes back at once to the peak it had before
 //!   going idle, and its most recently hot regions still on the tier are prefetched
 //!   (then rebuilt as huge pages where they were huge), for one window after the
 //!   wake-up, and longer (up to [`WAKE_HOLD_WINDOWS`]) while it still faults from the
@@ -22,7 +22,8 @@
 //!   finds its hot set still in DRAM when it comes back;
 //! - **at rest**: a tenant whose processes stopped using the CPU and that reads nothing
 //!   from the tier (seen between intervals, see `tierd::pace`) counts as going quiet at
-//!   once, without waiting for an interval of samples to say so;
+//!   once, without waiting for an interval of samples to say so, and needs only what
+//!   it touches at rest (at least [`REST_QUOTA`]);
 //! - **huge pages**: hot regions that belong on huge pages but sit on small ones are
 //!   rebuilt with `MADV_COLLAPSE`, hottest first, at up to [`COLLAPSE_RATE`] and
 //!   within the room under the quota while the tenant faults from the tier;
@@ -70,6 +71,10 @@ pub const COLD_EVIDENCE: u32 = 2;
 pub const COLLAPSE_RATE: u64 = 64 << 20;
 
 const PAGE: u64 = 4096;
+
+/// The least a tenant at rest needs: its processes sleep, so what they touch is a
+/// few stacks and buffers; if it wakes, its faults give it its peak back.
+pub const REST_QUOTA: u64 = 8 << 20;
 
 /// Room above the active set so the hot set fits: 1/8 of it plus 16 MiB (which also
 /// holds the tracker's samples in flight, up to 4096 pages).
@@ -121,7 +126,10 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     let jumped = a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
     // An eighth, not a quarter: a busy tenant squeezed after a burst (a sweep) sits near
     // a quarter of that burst's peak and faults when squeezed; that is no wake-up.
-    let was_quiet = a.active_bytes < a.peak_bytes / 8;
+    // Or it was at rest until moments ago: between intervals no samples are taken,
+    // so the last interval cannot show the jump yet.
+    let rested = t.since_rest_secs.is_some_and(|s| s <= interval);
+    let was_quiet = a.active_bytes < a.peak_bytes / 8 || rested;
     let waking = faulting && (jumped || was_quiet);
     // Held for a window after waking, and on (up to [`WAKE_HOLD_WINDOWS`]) while it still
     // reads from the tier: on a slow tier a woken hot set takes minutes to come back,
@@ -135,8 +143,18 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     // later (half was not enough: a waking neighbour with a hot set half the budget
     // still thrashed for 30 s). If it comes back, its faults give it its peak again.
     let quiet = at_rest || (a.last_interval_bytes < a.active_bytes / 4 && t.tier_faults_per_sec < WAKE_MIN_FAULTS);
-    let recent = if quiet { a.active_bytes / 4 } else { a.active_bytes };
-    let last = if at_rest { 0 } else { a.last_interval_bytes };
+    // At rest it needs only what it touches at rest: what it touched over the last
+    // interval once that was all at rest (just after it stopped, the interval holds
+    // its busy part). Its hot set is still kept while nobody needs the DRAM (see
+    // [`Claim::keep`]); a quarter of its average as need took 32 MiB from each of
+    // login-storm's four idle tenants while the busy ones were cut under their hot sets.
+    let rest_interval = t.at_rest_secs.is_some_and(|s| s >= interval);
+    let recent = match (at_rest, quiet) {
+        (true, _) => 0,
+        (false, true) => a.active_bytes / 4,
+        (false, false) => a.active_bytes,
+    };
+    let last = if at_rest && !rest_interval { 0 } else { a.last_interval_bytes };
     let measured = recent.max(last) + a.ci_bytes;
     let mut why = format!(
         "active {} ±{} over {:.0} s, {} in the last interval",
@@ -146,7 +164,7 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
         human(a.last_interval_bytes)
     );
     if let Some(secs) = t.at_rest_secs {
-        why += &format!(": at rest for {secs:.0} s (its CPU stopped), a quarter of its average counts");
+        why += &format!(": at rest for {secs:.0} s (its CPU stopped), only what it touches at rest counts");
     } else if quiet {
         why += ": going quiet, a quarter of its average counts";
     }
@@ -199,7 +217,8 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
                 &format!("; reads {:.0} pages/s from the tier, so it needs more than it holds", t.tier_faults_per_sec);
         }
     }
-    let bytes = bytes.clamp(MIN_QUOTA.min(size), ceiling(size));
+    let floor = if at_rest { REST_QUOTA } else { MIN_QUOTA };
+    let bytes = bytes.clamp(floor.min(size), ceiling(size));
     if faulting && !waking {
         why += &format!("; faulting from the tier at {:.0}/s", t.tier_faults_per_sec);
     }
@@ -586,6 +605,29 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_faulting_just_after_its_rest_ended_is_waking() {
+        // Idle 20 s of a 30 s window (active still half its peak), its last interval
+        // quiet: only its rest, which ended a second ago, tells this from a busy tenant
+        // squeezed by a neighbour.
+        let mut a = active(tenant("a", 512 * MIB), 100 * MIB);
+        a.activeness.as_mut().unwrap().peak_bytes = 200 * MIB;
+        a.activeness.as_mut().unwrap().last_interval_bytes = 0;
+        a.dram = 60 * MIB;
+        a.tier_faults_per_sec = 2000.0;
+        a.tier_faults_per_sec_avg = 10.0;
+        let p = plan(&snap(GIB, vec![a.clone(), active(tenant("b", 512 * MIB), 200 * MIB)]));
+        assert!(!p.tenant("a").unwrap().woke, "no sign of a rest: {}", p.tenant("a").unwrap().reason);
+        a.since_rest_secs = Some(1.0);
+        let p = plan(&snap(GIB, vec![a.clone(), active(tenant("b", 512 * MIB), 200 * MIB)]));
+        let tp = p.tenant("a").unwrap();
+        assert!(tp.woke, "{}", tp.reason);
+        assert!(tp.quota.unwrap() >= 200 * MIB, "back to its peak: {}", tp.reason);
+        a.since_rest_secs = Some(60.0);
+        let p = plan(&snap(GIB, vec![a, active(tenant("b", 512 * MIB), 200 * MIB)]));
+        assert!(!p.tenant("a").unwrap().woke, "a rest long ago says nothing");
+    }
+
+    #[test]
     fn a_squeezed_tenant_after_a_burst_is_not_waking() {
         // 120 MiB active after a 500 MiB sweep, faulting because its quota was cut.
         let mut a = active(tenant("a", GIB), 120 * MIB);
@@ -654,6 +696,11 @@ mod tests {
         let tp = p.tenant("r").unwrap();
         assert!(tp.quota.unwrap() < 100 * MIB, "{}", tp.reason);
         assert!(tp.reason.contains("at rest for 1 s"), "{}", tp.reason);
+        assert!(
+            tp.reason.contains(&format!("needs {}", human(REST_QUOTA))),
+            "the busy interval does not count: {}",
+            tp.reason
+        );
         assert!(!tp.woke, "{}", tp.reason);
         for b in ["b1", "b2"] {
             assert!(quota(&p, b) >= 200 * MIB + headroom(200 * MIB), "{}", p.tenant(b).unwrap().reason);

@@ -178,12 +178,15 @@ fn run() -> anyhow::Result<()> {
             e.release_waiters();
             early = e.fault_watch();
         }
-        if early || Instant::now() >= next {
+        // Sampling keeps its cadence: a pass between intervals only plans.
+        if Instant::now() >= next {
             engine.lock().unwrap_or_else(|p| p.into_inner()).tick();
             next += interval;
             if next < Instant::now() {
                 next = Instant::now() + interval;
             }
+        } else if early {
+            engine.lock().unwrap_or_else(|p| p.into_inner()).tick_early();
         }
     }
     eprintln!("tierd: stopping");
