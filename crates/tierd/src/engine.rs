@@ -617,6 +617,40 @@ impl Engine {
                             self.events.decision(Some(tp.name.as_str()), msg);
                         }
                     }
+                    // A cut the kernel could not reclaim all the way down to (v1): it
+                    // freed what it could. Hold the tenant there so it does not grow
+                    // back; the next pass cuts again. (Logged as a warning, this came
+                    // at nearly every login-storm tenant's rest.)
+                    Err(e) if falling && e.is_busy() => {
+                        let partway = self
+                            .cg
+                            .stats(&rel)
+                            .ok()
+                            .map(|s| (s.usage + QUOTA_SLACK).next_multiple_of(4096))
+                            .filter(|&p| t.quota.is_none_or(|q| p + QUOTA_SLACK < q));
+                        match partway.map(|p| (p, self.cg.set_limit(&rel, Some(p)))) {
+                            Some((p, Ok(()))) => {
+                                let msg = format!(
+                                    "quota {} → {} on its way to {}, as far as the kernel could reclaim for now: {}",
+                                    show_quota(t.quota),
+                                    human(p),
+                                    show_quota(tp.quota),
+                                    tp.reason
+                                );
+                                t.quota = Some(p);
+                                t.reason = tp.reason.clone();
+                                t.decide(now, msg.clone());
+                                self.events.decision(Some(tp.name.as_str()), msg);
+                            }
+                            _ => self.events.info(
+                                Some(tp.name.as_str()),
+                                format!(
+                                    "quota cut to {} waits: the kernel could not reclaim yet ({e})",
+                                    show_quota(tp.quota)
+                                ),
+                            ),
+                        }
+                    }
                     Err(e) => {
                         t.count_error("cgroup limit");
                         self.events

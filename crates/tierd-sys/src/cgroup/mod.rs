@@ -60,6 +60,14 @@ pub enum CgroupError {
     NotDelegated(String),
 }
 
+impl CgroupError {
+    /// The kernel could not reclaim down to a lowered v1 limit (`EBUSY`): it freed what
+    /// it could and left the limit as it was.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, CgroupError::Io(p) if p.errno() == Some(libc::EBUSY))
+    }
+}
+
 /// The memory controller for tierd's subtree.
 pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn version(&self) -> Version;
@@ -239,6 +247,19 @@ pub(crate) mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_ebusy_is_a_cut_the_kernel_could_not_reclaim_yet() {
+        let err = |errno| {
+            CgroupError::Io(PathError::new(
+                Path::new("memory.limit_in_bytes"),
+                std::io::Error::from_raw_os_error(errno),
+            ))
+        };
+        assert!(err(libc::EBUSY).is_busy());
+        assert!(!err(libc::EINVAL).is_busy());
+        assert!(!CgroupError::Escape("../x".into()).is_busy());
+    }
 
     #[test]
     fn remove_tree_takes_empty_trees_and_waits_out_busy_ones() {

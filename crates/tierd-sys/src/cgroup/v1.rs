@@ -121,7 +121,7 @@ impl MemoryController for V1 {
         let squeezed = self.write_limit(&dir, Some(target));
         self.write_limit(&dir, old)?;
         if let Err(e) = squeezed
-            && !matches!(&e, CgroupError::Io(p) if p.errno() == Some(libc::EBUSY))
+            && !e.is_busy()
         {
             return Err(e);
         }
