@@ -117,13 +117,13 @@ impl TenantDef {
         }
     }
 
-    /// A Redis tenant with `data_mib` of 1000-byte values, a tenth of them hot. Its
-    /// size is what redis-server takes for them (measured: 1.12 GiB for 1 GiB).
-    pub fn redis(name: impl Into<String>, data_mib: u64, phases: impl Into<String>) -> TenantDef {
+    /// A Redis tenant with `data_mib` of 1000-byte values, `hot_pct` percent of them
+    /// hot. Its size is what redis-server takes for them (measured: 1.12 GiB for 1 GiB).
+    pub fn redis(name: impl Into<String>, data_mib: u64, hot_pct: u64, phases: impl Into<String>) -> TenantDef {
         const VALUE: u64 = 1000;
         let keys = data_mib * MIB / VALUE;
         let mut d = TenantDef::new(name, data_mib * 9 / 8, 0, phases);
-        d.hot = keys.div_ceil(10) * VALUE;
+        d.hot = (keys * hot_pct).div_ceil(100) * VALUE;
         d.app = App::Redis { keys, value_size: VALUE as usize };
         d
     }

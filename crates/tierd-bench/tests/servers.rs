@@ -11,7 +11,7 @@ fn server_tenants_run_under_tierd_and_report_through_their_clients() {
     let logs = std::env::temp_dir().join(format!("tierd-bench-logs-{}", std::process::id()));
     tierd_bench::harness::keep_logs_in(logs.clone()).unwrap();
     tierd_bench::harness::label_next_run("servers/tierd 1");
-    let tenants = [TenantDef::redis("r", 8, "active:8s"), TenantDef::postgres("pg", 1, "active:8s")];
+    let tenants = [TenantDef::redis("r", 8, 10, "active:8s"), TenantDef::postgres("pg", 1, "active:8s")];
     let r = run(Mode::Tierd, 512 * MIB, 2.0, &tenants, 25, None).unwrap();
     for name in ["r", "pg"] {
         let t = r.tenant(name);
