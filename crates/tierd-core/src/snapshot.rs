@@ -36,6 +36,16 @@ pub struct Activeness {
     pub touched_in_window_bytes: Option<u64>,
 }
 
+impl Activeness {
+    /// Memory touched within the window, the seeds' "hot = touched in the past
+    /// minute": the larger of the two estimates. Host health counts this one: a
+    /// Redis host whose tenants lost half their throughput to tier reads showed green
+    /// on the per-interval average, which counts memory reused every 20 s a quarter.
+    pub fn touched_bytes(&self) -> u64 {
+        self.active_bytes.max(self.touched_in_window_bytes.unwrap_or(0))
+    }
+}
+
 /// A tracked region's heat, for proactive demotion and wake-up prefetch.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Region {
@@ -43,6 +53,13 @@ pub struct Region {
     /// Seconds since the region was last seen touched (sample came back or a tier-1
     /// fault), or `None` if never within the tracker's memory.
     pub idle_secs: Option<f64>,
+    /// Seconds since the region was last seen *reused*: a sample came back, or pages
+    /// came back from the tier at the tenant's own faults. A first touch (the fill of
+    /// fresh memory) and tierd's own prefetch are no reuse. This is what tells a
+    /// tenant's working set: counting any touch, the memory it filled and the regions
+    /// tierd had just prefetched made a woken tenant claim all it had.
+    #[serde(default)]
+    pub reused_secs: Option<f64>,
     /// Samples from the region that did not come back since it was last touched: the
     /// evidence behind calling it cold.
     #[serde(default)]
@@ -99,6 +116,10 @@ pub struct TenantView {
     /// just after is a wake-up.
     #[serde(default)]
     pub since_rest_secs: Option<f64>,
+    /// Seconds since its last rest began, if it has rested: what it reused in the
+    /// window before that is what it was working on, and what it needs back on waking.
+    #[serde(default)]
+    pub rest_began_secs: Option<f64>,
     pub regions: Vec<Region>,
 }
 
@@ -119,6 +140,7 @@ impl TenantView {
             woke_secs_ago: None,
             at_rest_secs: None,
             since_rest_secs: None,
+            rest_began_secs: None,
             regions: Vec::new(),
         }
     }
@@ -156,5 +178,20 @@ impl Snapshot {
     /// Σ tenant size / DRAM budget: the seeds' overcommit figure.
     pub fn overcommit(&self) -> f64 {
         if self.dram_budget == 0 { 0.0 } else { self.committed_bytes() as f64 / self.dram_budget as f64 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn touched_bytes_is_the_larger_estimate() {
+        let a = Activeness { active_bytes: 18 << 20, touched_in_window_bytes: Some(57 << 20), ..Default::default() };
+        assert_eq!(a.touched_bytes(), 57 << 20, "memory reused now and then counts in full");
+        let b = Activeness { active_bytes: 100 << 20, touched_in_window_bytes: Some(90 << 20), ..Default::default() };
+        assert_eq!(b.touched_bytes(), 100 << 20);
+        let c = Activeness { active_bytes: 100 << 20, touched_in_window_bytes: None, ..Default::default() };
+        assert_eq!(c.touched_bytes(), 100 << 20, "no sample is a window old yet");
     }
 }

@@ -62,6 +62,11 @@ pub enum Request {
     Explain {
         name: TenantName,
     },
+    /// The tracker's heat per 2 MiB region of a tenant: what the policy demotes and
+    /// prefetches by.
+    Regions {
+        name: TenantName,
+    },
     /// The recent event log.
     Events,
     /// The in-memory history (one point per 10 s, the last hour), points after `since`

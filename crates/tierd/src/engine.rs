@@ -545,6 +545,7 @@ impl Engine {
                 woke_secs_ago: t.woke_at.map(|w| now - w),
                 at_rest_secs: t.pace.rest_secs(now),
                 since_rest_secs: t.pace.since_rest_secs(now),
+                rest_began_secs: t.pace.rest_began_secs(now),
                 regions: t.tracker.as_ref().map(|tr| tr.regions(now)).unwrap_or_default(),
             })
             .collect();
@@ -748,6 +749,11 @@ impl Engine {
         }
         for (op, r) in failed {
             t.count_advise(op, &r);
+        }
+        if !fresh.is_empty()
+            && let Some(tr) = t.tracker.as_mut()
+        {
+            tr.prefetched(&fresh);
         }
         // Demoted pages now wait in the swap cache, written and clean: the kernel drops
         // them first and without I/O whenever this tenant's DRAM is wanted. Squeezing
@@ -1032,6 +1038,12 @@ impl Engine {
         Ok(t.decisions.iter().cloned().collect())
     }
 
+    /// The tracker's regions of a tenant, coldest last seen first: its heat map.
+    pub fn regions(&self, name: &TenantName) -> anyhow::Result<Vec<tierd_core::snapshot::Region>> {
+        let t = self.tenants.get(name).ok_or_else(|| anyhow!("no tenant named {name}"))?;
+        Ok(t.tracker.as_ref().map(|tr| tr.regions(now_secs())).unwrap_or_default())
+    }
+
     /// The status the API serves.
     pub fn status(&mut self) -> Status {
         self.reap();
@@ -1044,7 +1056,7 @@ impl Engine {
         let group = self.cg.stats(&self.group_rel()).unwrap_or_default();
         let snap = self.snapshot();
         let cap = self.capacity();
-        let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.active_bytes)).sum();
+        let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.touched_bytes())).sum();
         let tier = self.tier.as_ref().map(|t| TierStatus {
             path: t.record.path.clone(),
             swap_path: t.record.swap_path.clone(),

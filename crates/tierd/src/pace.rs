@@ -39,6 +39,9 @@ pub struct CpuPace {
     /// just then is waking up, whatever the last interval's samples say (between
     /// intervals they are not taken again).
     pub rest_ended: Option<f64>,
+    /// When (seconds) its last rest began, kept after it ends: what it reused in the
+    /// window before then is the working set it wakes up to.
+    pub rest_began: Option<f64>,
     /// Readings in a row that saw it reading from the tier.
     faulting_readings: u32,
 }
@@ -97,6 +100,7 @@ impl CpuPace {
             Some(_) => return false,
             None if resting => {
                 self.rest_since = Some(now);
+                self.rest_began = Some(now);
                 return true;
             }
             None => {}
@@ -108,6 +112,11 @@ impl CpuPace {
     /// Seconds it has been at rest, if it is.
     pub fn rest_secs(&self, now: f64) -> Option<f64> {
         self.rest_since.map(|s| (now - s).max(0.0))
+    }
+
+    /// Seconds since its last rest began, if it has rested (whether it still does).
+    pub fn rest_began_secs(&self, now: f64) -> Option<f64> {
+        self.rest_began.map(|s| (now - s).max(0.0))
     }
 
     /// Seconds since its last rest ended, if it has rested.
@@ -147,6 +156,7 @@ mod tests {
         assert!(run(&mut p, &mut t, &mut cpu, 1, 0.5, false), "its rest ended");
         assert_eq!(p.rest_secs(t), None, "running again");
         assert_eq!(p.since_rest_secs(t + 2.0), Some(2.0), "its rest just ended");
+        assert_eq!(p.rest_began_secs(t), Some(62.0), "when it began is kept after it ends");
     }
 
     #[test]

@@ -79,6 +79,7 @@ pub fn dispatch(e: &mut Engine, req: Request) -> Response {
             Request::Prefetch { name, bytes } => serde_json::to_value(e.prefetch(&name, bytes)?)?,
             Request::Collapse { name } => serde_json::to_value(e.collapse(&name)?)?,
             Request::Explain { name } => serde_json::to_value(e.explain(&name)?)?,
+            Request::Regions { name } => serde_json::to_value(e.regions(&name)?)?,
             Request::Events => serde_json::to_value(e.events.recent(200))?,
             Request::History { since } => serde_json::to_value(e.history.since(since))?,
         })

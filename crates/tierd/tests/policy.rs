@@ -50,6 +50,15 @@ fn the_activeness_estimate_lands_within_15_percent_of_the_hot_set() {
     let t = d.tenant("w");
     assert!(u(&t["tracker_sample_pages"]) > 0, "{t:#}");
     assert!(t["reason"].as_str().unwrap().contains("active"), "{t:#}");
+    // The heat map: the hot set's 128 regions are seen reused within the window (its
+    // samples come back), the 384 regions only filled are not.
+    let regions: Value = serde_json::from_str(&d.ctl(&["regions", "w", "--json"])).unwrap();
+    let regions = regions.as_array().unwrap();
+    assert!(regions.len() >= 512, "a region per 2 MiB: {}", regions.len());
+    let reused = regions.iter().filter(|r| r["reused_secs"].as_f64().is_some_and(|s| s <= 16.0)).count();
+    assert!((77..=140).contains(&reused), "{reused} regions reused within the window, for a 128-region hot set");
+    let table = d.ctl(&["regions", "w"]);
+    assert!(table.contains("idle 0–10 s:") && table.lines().count() > 512, "{table}");
 }
 
 #[test]
@@ -68,13 +77,16 @@ fn memory_touched_now_and_then_counts_in_full_within_the_window() {
     std::thread::sleep(Duration::from_secs(48));
     let mut readings = Vec::new();
     for _ in 0..4 {
-        let t = d.tenant("slow");
-        readings.push((mib(&t["active_bytes"]), mib(&t["touched_in_window_bytes"])));
+        let s = d.status();
+        let t = s["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "slow").unwrap().clone();
+        readings.push((mib(&t["active_bytes"]), mib(&t["touched_in_window_bytes"]), mib(&s["active_bytes"])));
         std::thread::sleep(Duration::from_secs(3));
     }
-    for (per_interval, touched) in &readings {
+    for (per_interval, touched, host) in &readings {
         assert!((touched / 60.0 - 1.0).abs() <= 0.2, "touched within the window {touched:.0} MiB vs 60: {readings:?}");
         assert!(*touched >= 2.0 * per_interval, "the per-interval average counts a part: {readings:?}");
+        // Host health judges memory touched within the window, not the per-interval part.
+        assert_eq!(host, touched, "the host's active memory is what was touched within the window: {readings:?}");
     }
 }
 

@@ -193,9 +193,11 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     // pages only), and the woken tenant then came back a fault at a time.
     if waking || recently_woke {
         // Only what those regions hold: DRAM also holds memory untouched since the fill.
-        let left: u64 = recent_regions(&t.regions, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
-        if left > bytes {
-            bytes = left;
+        // With headroom, as any busy tenant: without it a woken 1 GiB hot set got a
+        // quota 2% under it and thrashed for the 10 s until the next pass.
+        let left: u64 = working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
+        if left + headroom(left) > bytes {
+            bytes = left + headroom(left);
             why += &format!(" or what it was using when it went idle, {}", human(left));
         }
     }
@@ -238,22 +240,29 @@ fn throttle_reason(snap: &Snapshot) -> Option<String> {
     None
 }
 
-/// The regions a tenant touched last before it went idle: those seen touched within
-/// `window` of the most recently touched region on the tier. (A hot set touched until
-/// the tenant idled is one window apart at most; memory touched only when it was
-/// filled is older, or never seen touched.)
-fn recent_regions(regions: &[Region], window: f64) -> impl Iterator<Item = &Region> {
-    let newest = regions.iter().filter(|r| r.tier_bytes > 0).filter_map(|r| r.idle_secs).reduce(f64::min);
-    regions.iter().filter(move |r| newest.is_some_and(|n| r.idle_secs.is_some_and(|s| s <= n + window)))
+/// The regions a tenant was working on when it went idle: those it reused within
+/// `window` before its last rest began, and since. With no rest seen (a tenant that
+/// never uses much CPU, or one that went quiet without stopping), the window ends at
+/// the most recent reuse of a region it still has on the tier. Reuse, not any touch:
+/// a region only filled, or only read back by tierd's own prefetch, is not worked on.
+/// (Anchored at the newest *touched* region on the tier, a woken tenant whose hot set
+/// was back in DRAM anchored on memory it had only filled, and claimed and prefetched
+/// all it had: 510 MiB for a 192 MiB hot set in login-storm.)
+fn working_set(t: &TenantView, window: f64) -> impl Iterator<Item = &Region> {
+    let rested_lately = t.at_rest_secs.is_some() || t.since_rest_secs.is_some_and(|s| s <= WAKE_HOLD_WINDOWS * window);
+    let anchor = t
+        .rest_began_secs
+        .filter(|_| rested_lately)
+        .or_else(|| t.regions.iter().filter(|r| r.tier_bytes > 0).filter_map(|r| r.reused_secs).reduce(f64::min));
+    t.regions.iter().filter(move |r| anchor.is_some_and(|a| r.reused_secs.is_some_and(|s| s <= a + window)))
 }
 
-/// Regions to prefetch for a waking tenant: those it touched last before going idle
-/// with pages on the tier, most recently hot first, up to `room` bytes. Memory it has
-/// not touched since it was filled stays on the tier: read back, it would push out
-/// neighbours' hot sets for nothing.
-fn prefetch_regions(regions: &[Region], window: f64, room: u64) -> Vec<Range> {
-    let mut hot: Vec<&Region> = recent_regions(regions, window).filter(|r| r.tier_bytes > 0).collect();
-    hot.sort_by(|a, b| a.idle_secs.unwrap_or(f64::MAX).total_cmp(&b.idle_secs.unwrap_or(f64::MAX)));
+/// Regions to prefetch for a waking tenant: those of its working set with pages on
+/// the tier, most recently reused first, up to `room` bytes. Memory it has not reused
+/// stays on the tier: read back, it would push out neighbours' hot sets for nothing.
+fn prefetch_regions(t: &TenantView, window: f64, room: u64) -> Vec<Range> {
+    let mut hot: Vec<&Region> = working_set(t, window).filter(|r| r.tier_bytes > 0).collect();
+    hot.sort_by(|a, b| a.reused_secs.unwrap_or(f64::MAX).total_cmp(&b.reused_secs.unwrap_or(f64::MAX)));
     let mut out = Vec::new();
     let mut total = 0;
     for r in hot {
@@ -324,12 +333,12 @@ pub fn plan(snap: &Snapshot) -> Plan {
             let floor = t.spec.reserve.max(t.pinned);
             let cap = t.spec.limit.unwrap_or(budget).min(ceiling(t.size().max(MIN_QUOTA))).max(floor);
             let shares = t.spec.shares as u64;
-            // What it touched within the window and holds is kept while nobody needs
+            // What it reused within the window and holds is kept while nobody needs
             // it: a tenant idle between sessions keeps its hot set instead of reading
-            // it back when it returns. (Not all it holds: memory untouched since the
-            // fill would then crowd out the spare of the tenants that use theirs.)
+            // it back when it returns. (Not all it holds: memory only filled, or only
+            // prefetched, would then crowd out the spare of the tenants that use theirs.)
             let recently_hot: u64 =
-                t.regions.iter().filter(|r| r.idle_secs.is_some_and(|s| s <= window)).map(|r| r.dram_bytes).sum();
+                t.regions.iter().filter(|r| r.reused_secs.is_some_and(|s| s <= window)).map(|r| r.dram_bytes).sum();
             Claim {
                 floor,
                 demand: n.bytes,
@@ -398,7 +407,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
                 // Bring back what it needs (its peak), not everything it has on the tier.
                 let room =
                     quota.min(n.bytes).saturating_sub(t.dram).min((PREFETCH_RATE as f64 * snap.interval_secs) as u64);
-                tp.prefetch = prefetch_regions(&t.regions, window, room);
+                tp.prefetch = prefetch_regions(t, window, room);
                 if !tp.prefetch.is_empty() {
                     let bytes: u64 =
                         t.regions.iter().filter(|r| tp.prefetch.contains(&r.range)).map(|r| r.tier_bytes).sum();
@@ -481,6 +490,7 @@ mod tests {
         Region {
             range: Range { pid: 1, start, len: 2 * MIB },
             idle_secs: idle,
+            reused_secs: idle,
             cold_samples: 3,
             dram_bytes: dram,
             tier_bytes: tier,
@@ -798,6 +808,45 @@ mod tests {
     }
 
     #[test]
+    fn a_woken_tenant_wants_back_what_it_reused_before_its_rest_not_what_it_filled_or_tierd_prefetched() {
+        // Login-storm's u1, 2 s after waking: its 192 MiB hot set (96 regions) was
+        // reused up to its rest 22 s ago and is half back in DRAM; the other 160 regions
+        // it only filled (touched 40 s ago, never reused), and the last 70 of them tierd
+        // had read back (touched 1 s ago, no reuse). Anchored at the newest touched
+        // region on the tier, this tenant claimed all 510 MiB and prefetched it.
+        let mut u = active(tenant("u1", 512 * MIB), 10 * MIB);
+        u.activeness.as_mut().unwrap().peak_bytes = 175 * MIB;
+        u.tier_faults_per_sec = 3000.0;
+        u.tier_faults_per_sec_avg = 100.0;
+        u.rest_began_secs = Some(22.0);
+        u.since_rest_secs = Some(2.0);
+        u.dram = 96 * MIB;
+        let hot =
+            |i: u64| Region { idle_secs: Some(1.0), ..region(i * 2 * MIB, Some(22.0 + (i % 8) as f64), MIB, MIB) };
+        u.regions = (0..96).map(hot).collect();
+        u.regions
+            .extend((96..186).map(|i| Region { reused_secs: None, ..region(i * 2 * MIB, Some(40.0), 0, 2 * MIB) }));
+        u.regions
+            .extend((186..256).map(|i| Region { reused_secs: None, ..region(i * 2 * MIB, Some(1.0), 0, 2 * MIB) }));
+        let busy = active(tenant("b", GIB), 700 * MIB);
+        let p = plan(&snap(GIB, vec![u.clone(), busy.clone()]));
+        let tp = p.tenant("u1").unwrap();
+        assert!(tp.woke, "{}", tp.reason);
+        assert!(quota(&p, "u1") < 300 * MIB, "its hot set and headroom, not all it has: {}", tp.reason);
+        assert_eq!(tp.prefetch.len(), 96, "{}", tp.reason);
+        assert!(tp.prefetch.iter().all(|r| r.start < 192 * MIB), "only what it reused");
+        // With no rest seen, the window ends at the newest reuse of a region on the tier.
+        u.rest_began_secs = None;
+        u.since_rest_secs = None;
+        u.activeness.as_mut().unwrap().peak_bytes = 1500 * MIB;
+        u.activeness.as_mut().unwrap().active_bytes = 10 * MIB;
+        let p = plan(&snap(2 * GIB, vec![u, busy]));
+        let tp = p.tenant("u1").unwrap();
+        assert!(tp.woke, "{}", tp.reason);
+        assert_eq!(tp.prefetch.len(), 96, "{}", tp.reason);
+    }
+
+    #[test]
     fn a_recent_wake_holds_the_peak_for_a_window() {
         let mut a = active(tenant("a", GIB), 50 * MIB);
         a.activeness.as_mut().unwrap().peak_bytes = 400 * MIB;
@@ -976,7 +1025,7 @@ mod tests {
         let fresh = |start: u64, idle: f64| Region { cold_samples: 0, ..region(start, Some(idle), 2 * MIB, 0) };
         q.regions = (0..150).map(|i| fresh(i * 2 * MIB, 3.0)).collect();
         q.regions.extend((150..300).map(|i| fresh(i * 2 * MIB, 5.0)));
-        q.regions.extend((300..350).map(|i| Region { idle_secs: None, ..fresh(i * 2 * MIB, 0.0) }));
+        q.regions.extend((300..350).map(|i| Region { idle_secs: None, reused_secs: None, ..fresh(i * 2 * MIB, 0.0) }));
         let busy = active(tenant("busy", 2 * GIB), 800 * MIB);
         let p = plan(&snap(GIB, vec![q.clone(), busy.clone()]));
         let tp = p.tenant("q").unwrap();

@@ -113,6 +113,13 @@ enum Cmd {
     Collapse { name: TenantName },
     /// Recent decisions about a tenant, with their reasons.
     Explain { name: TenantName },
+    /// A tenant's heat map: per 2 MiB region, how long since it was last seen touched,
+    /// what it holds in DRAM and on the tier, and the samples that say it is cold.
+    Regions {
+        name: TenantName,
+        #[arg(long)]
+        json: bool,
+    },
     /// Recent events: decisions, warnings, tenant starts and exits.
     Events,
     /// Health checks, one per line, with what to do about a yellow or red. Exit code 0
@@ -279,6 +286,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{}  {}", clock(d.time), d.message);
             }
         }
+        Cmd::Regions { name, json } => {
+            let v = call(sock, &Request::Regions { name: name.clone() }, t)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                let regions: Vec<tierd_core::snapshot::Region> = serde_json::from_value(v)?;
+                print!("{}", regions_table(&regions));
+            }
+        }
         Cmd::Health { json } => {
             let st: Status = serde_json::from_value(call(sock, &Request::Status, t)?)?;
             if json {
@@ -420,6 +436,49 @@ fn print_status(s: &Status) {
 }
 
 /// One VM tenant's guest: its RAM, where that is, and whether it can be tiered.
+/// One line per region in address order, then how much was seen touched when.
+fn regions_table(regions: &[tierd_core::snapshot::Region]) -> String {
+    use std::fmt::Write;
+    let mut out = format!(
+        "{:>8} {:>14} {:>8} {:>5} {:>10} {:>10} {:>10}\n",
+        "PID", "START", "IDLE", "COLD", "DRAM", "TIER", "HUGE"
+    );
+    for r in regions {
+        let idle = r.idle_secs.map_or("never".into(), |s| format!("{s:.0}s"));
+        let _ = writeln!(
+            out,
+            "{:>8} {:>#14x} {:>8} {:>5} {:>10} {:>10} {:>10}",
+            r.range.pid,
+            r.range.start,
+            idle,
+            r.cold_samples,
+            human(r.dram_bytes),
+            human(r.tier_bytes),
+            human(r.huge_bytes)
+        );
+    }
+    let mut buckets = [(10.0, 0u64, 0u64, 0u64), (60.0, 0, 0, 0), (600.0, 0, 0, 0), (f64::INFINITY, 0, 0, 0)];
+    for r in regions {
+        let idle = r.idle_secs.unwrap_or(f64::INFINITY);
+        if let Some(b) = buckets.iter_mut().find(|b| idle <= b.0) {
+            b.1 += 1;
+            b.2 += r.dram_bytes;
+            b.3 += r.tier_bytes;
+        }
+    }
+    let mut from = 0.0;
+    for (upto, n, dram, tier) in buckets {
+        let span = if upto.is_finite() {
+            format!("idle {from:.0}–{upto:.0} s")
+        } else {
+            format!("idle > {from:.0} s or never seen touched")
+        };
+        let _ = writeln!(out, "{span}: {n} regions, {} in DRAM, {} on the tier", human(dram), human(tier));
+        from = upto;
+    }
+    out
+}
+
 fn guest_line(name: &str, g: &tierd::api::GuestStatus, active: Option<u64>) -> String {
     let head = format!("vm {name}: guest RAM {} ({}, QEMU pid {})", human(g.ram_bytes), g.accel, g.pid);
     if !g.tierable {
@@ -463,6 +522,33 @@ mod tests {
         assert!(guest_line("web", &g, None).ends_with(
             "not tierable: device pass-through (vfio-pci) pins all guest RAM for DMA; it must stay in DRAM"
         ));
+    }
+
+    #[test]
+    fn the_region_table_shows_heat_and_sums_it_by_idle_time() {
+        use tierd_core::snapshot::{Range, Region};
+        let region = |start: u64, idle: Option<f64>, dram: u64, tier: u64| Region {
+            range: Range { pid: 42, start, len: 2 << 20 },
+            idle_secs: idle,
+            reused_secs: idle,
+            cold_samples: 2,
+            dram_bytes: dram,
+            tier_bytes: tier,
+            wants_huge: false,
+            huge_bytes: 0,
+        };
+        let mib = 1 << 20;
+        let t = regions_table(&[
+            region(0x7f00_0000_0000, Some(3.0), 2 * mib, 0),
+            region(0x7f00_0020_0000, Some(45.0), mib, mib),
+            region(0x7f00_0040_0000, None, 0, 2 * mib),
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[1].contains("0x7f0000000000") && lines[1].contains("3s"), "{t}");
+        assert!(lines[3].contains("never"), "{t}");
+        assert!(t.contains("idle 0–10 s: 1 regions, 2 MiB in DRAM, 0 B on the tier"), "{t}");
+        assert!(t.contains("idle 10–60 s: 1 regions, 1 MiB in DRAM, 1 MiB on the tier"), "{t}");
+        assert!(t.contains("idle > 600 s or never seen touched: 1 regions, 0 B in DRAM, 2 MiB on the tier"), "{t}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod sampling;
 pub use sampling::{SamplingConfig, SamplingTracker};
 
 use serde::Serialize;
-use tierd_core::snapshot::{Activeness, Region};
+use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::Pidfd;
 
 /// What a tracker has cost so far.
@@ -40,5 +40,8 @@ pub trait Tracker: Send + std::fmt::Debug {
     fn activeness(&self) -> Option<Activeness>;
     /// Region heat and placement as of the last observation.
     fn regions(&self, now: f64) -> Vec<Region>;
+    /// tierd read these ranges back itself: their pages becoming resident is no sign
+    /// that the tenant touched them.
+    fn prefetched(&mut self, ranges: &[Range]);
     fn cost(&self) -> TrackerCost;
 }

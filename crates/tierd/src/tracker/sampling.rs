@@ -108,6 +108,9 @@ struct RegionState {
     /// When a sample from the region last came back (evidence of reuse, not just of
     /// a first touch such as a fresh allocation).
     sample_returned: Option<f64>,
+    /// When it was last seen reused: a sample came back, or pages came back from the
+    /// tier that tierd had not prefetched.
+    reused: Option<f64>,
     /// Samples from the region that had not come back at their first check, since it
     /// was last touched: the evidence that it is cold.
     misses: u32,
@@ -125,6 +128,34 @@ impl RegionState {
         self.last_touched = Some(now);
         self.misses = 0;
         self.cold_since = None;
+    }
+
+    /// What became resident since the last observation, now `present` and `swapped`
+    /// bytes (`sampled_back` of it were samples coming back, counted already): a
+    /// touch, and reuse if it came back from the tier. A fill's new pages are a first
+    /// touch only, and what tierd itself `prefetched` there is neither. Returns the
+    /// bytes the tenant brought in.
+    fn settle(
+        &mut self,
+        known: bool,
+        present: u64,
+        swapped: u64,
+        sampled_back: u64,
+        prefetched: bool,
+        now: f64,
+    ) -> u64 {
+        if prefetched {
+            return 0;
+        }
+        let before = if known { self.present } else { 0 };
+        let came = present.saturating_sub(before).saturating_sub(sampled_back);
+        if came > 0 {
+            self.touch(now);
+            if known && self.swapped > swapped {
+                self.reused = Some(now);
+            }
+        }
+        came
     }
 
     /// Seconds since the region was last seen touched; for a region never seen
@@ -184,6 +215,9 @@ pub struct SamplingTracker {
     /// observation ended (to know what the budget was over it).
     budget_pages: u32,
     last_observed: Option<f64>,
+    /// Regions tierd prefetched since the last observation: what became resident
+    /// there was tierd's doing, not the tenant's touch.
+    prefetched: HashSet<(u32, u64)>,
 }
 
 impl SamplingTracker {
@@ -207,6 +241,7 @@ impl SamplingTracker {
             budget_pages: u32::MAX,
             last_observed: None,
             batches: VecDeque::new(),
+            prefetched: HashSet::new(),
         }
     }
 
@@ -258,6 +293,7 @@ impl SamplingTracker {
         if let Some(r) = self.regions.get_mut(&key) {
             r.touch(now);
             r.sample_returned = Some(now);
+            r.reused = Some(now);
         }
     }
 
@@ -556,15 +592,12 @@ impl Tracker for SamplingTracker {
         let mut faulted_in = 0u64;
         let mut next: HashMap<(u32, u64), RegionState> = HashMap::with_capacity(counts.len());
         for (key, &(present, swapped, huge)) in &counts {
-            let mut st = self.regions.get(key).copied().unwrap_or_default();
-            let known = self.regions.contains_key(key);
+            let known = self.regions.get(key).copied();
+            let mut st = known.unwrap_or_default();
             if self.observed {
-                let before = if known { st.present } else { 0 };
-                let came = present.saturating_sub(before).saturating_sub(returned.get(key).copied().unwrap_or(0));
-                if came > 0 {
-                    faulted_in += came;
-                    st.touch(now);
-                }
+                let sampled_back = returned.get(key).copied().unwrap_or(0);
+                faulted_in +=
+                    st.settle(known.is_some(), present, swapped, sampled_back, self.prefetched.contains(key), now);
             }
             st.present = present;
             st.swapped = swapped;
@@ -577,6 +610,7 @@ impl Tracker for SamplingTracker {
             next.insert(*key, st);
         }
         self.regions = next;
+        self.prefetched.clear();
 
         // 3. This interval's estimate: small stratum + huge stratum + what came in.
         // Also when nothing was sampled (everything resident was queued for a rebuild,
@@ -687,6 +721,7 @@ impl Tracker for SamplingTracker {
             .map(|(&(pid, start), r)| Region {
                 range: Range { pid, start, len: REGION },
                 idle_secs: r.idle_secs(now),
+                reused_secs: r.reused.map(|t| now - t),
                 cold_samples: r.misses,
                 dram_bytes: r.present,
                 tier_bytes: r.swapped,
@@ -700,6 +735,16 @@ impl Tracker for SamplingTracker {
 
     fn cost(&self) -> TrackerCost {
         self.cost
+    }
+
+    fn prefetched(&mut self, ranges: &[Range]) {
+        for r in ranges {
+            let mut at = r.start & !(REGION - 1);
+            while at < r.start + r.len {
+                self.prefetched.insert((r.pid, at));
+                at += REGION;
+            }
+        }
     }
 }
 
@@ -785,6 +830,32 @@ mod tests {
             Some(512 * mib + 12 * mib),
             "half the samples came back within the window, plus what faulted in over it"
         );
+    }
+
+    #[test]
+    fn only_pages_back_from_the_tier_are_reuse_and_tierds_own_prefetch_is_not_a_touch() {
+        let mib = 1u64 << 20;
+        let known = |present, swapped| RegionState { present, swapped, ..RegionState::default() };
+        // Filled: new pages, nothing came from the tier.
+        let mut fill = known(0, 0);
+        assert_eq!(fill.settle(true, 2 * mib, 0, 0, false, 10.0), 2 * mib);
+        assert_eq!((fill.last_touched, fill.reused), (Some(10.0), None), "a first touch, not reuse");
+        // Faulted back from the tier by the tenant: reuse.
+        let mut back = known(mib, mib);
+        assert_eq!(back.settle(true, 2 * mib, 0, 0, false, 10.0), mib);
+        assert_eq!(back.reused, Some(10.0));
+        // The same pages read back by tierd's prefetch: nothing the tenant did.
+        let mut fetched = known(mib, mib);
+        assert_eq!(fetched.settle(true, 2 * mib, 0, 0, true, 10.0), 0);
+        assert_eq!((fetched.last_touched, fetched.reused), (None, None));
+        // Samples that came back are counted where they are found, not twice.
+        let mut sampled = known(mib, 0);
+        assert_eq!(sampled.settle(true, mib + 16384, 0, 16384, false, 10.0), 0);
+        assert_eq!(sampled.last_touched, None);
+        // A region seen for the first time has no past to come back from.
+        let mut new = RegionState::default();
+        assert_eq!(new.settle(false, mib, mib, 0, false, 10.0), mib);
+        assert_eq!(new.reused, None);
     }
 
     #[test]
