@@ -15,7 +15,7 @@ use tierd_core::size::{GIB, human};
 
 use crate::harness::sleep;
 use crate::machine::{RunInfo, cpu_seconds};
-use crate::scenario::{Mode, Report, TenantDef, parse_reports, start};
+use crate::scenario::{Mode, PageKind, Report, TenantDef, parse_reports, start};
 
 /// Seconds: active, idle (pushed out), active again.
 const ACTIVE1: f64 = 40.0;
@@ -25,9 +25,10 @@ const HOT_MIB: u64 = 512;
 
 fn tenants(thp: bool) -> Vec<TenantDef> {
     let mut w = TenantDef::new("w", 1024, HOT_MIB, "active:40s,idle:80s,active:60s");
-    w.thp = thp;
+    let pages = if thp { PageKind::Thp } else { PageKind::Small };
+    w.pages = pages;
     let mut p = TenantDef::new("pusher", 1024, 1024, "idle:40s,active:80s,idle:60s");
-    p.thp = thp;
+    p.pages = pages;
     vec![w, p]
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tierd_core::size::MIB;
 use tierd_core::tenant::TenantSpec;
+pub use tierd_sys::memory::PageKind;
 
 use crate::harness::{SlowTier, Throttle, Tierd, sleep};
 use crate::machine::cpu_seconds;
@@ -97,8 +98,8 @@ pub struct TenantDef {
     pub reserve: u64,
     pub shares: u32,
     pub report: &'static str,
-    /// Back the tenant's memory with transparent huge pages.
-    pub thp: bool,
+    /// What backs the tenant's memory (the workload's `--thp` / `--small-pages`).
+    pub pages: PageKind,
     pub app: App,
 }
 
@@ -112,7 +113,7 @@ impl TenantDef {
             reserve: 0,
             shares: 100,
             report: "1s",
-            thp: false,
+            pages: PageKind::Default,
             app: App::Workload,
         }
     }
@@ -244,8 +245,10 @@ fn start_workload(t: &mut Tierd, d: &TenantDef, spec: TenantSpec) -> anyhow::Res
         d.report.into(),
         "--no-verify-all".into(),
     ];
-    if d.thp {
-        argv.push("--thp".into());
+    match d.pages {
+        PageKind::Thp => argv.push("--thp".into()),
+        PageKind::Small => argv.push("--small-pages".into()),
+        _ => {}
     }
     t.run(spec, argv)?;
     Ok(())

@@ -90,7 +90,9 @@ pub struct Settings {
     pub json: bool,
     /// Fraction of accesses that rewrite their page.
     pub write_ratio: f64,
-    pub huge: bool,
+    /// What backs its memory: as the system gives (the default), huge pages asked for
+    /// (`--thp`), or small pages only (`--small-pages`).
+    pub pages: PageKind,
     pub seed: u64,
     /// Verify every page at the end (faults all of it back in).
     pub verify_all: bool,
@@ -174,7 +176,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     if s.hot < PAGE {
         bail!("the hot set must be at least one page ({PAGE} bytes)");
     }
-    let mut mem = AnonMemory::new(s.size, if s.huge { PageKind::Thp } else { PageKind::Small })?;
+    let mut mem = AnonMemory::new(s.size, s.pages)?;
     let pages = s.size / PAGE;
     let hot_pages = s.hot / PAGE;
     let hot_first = s.hot_offset / PAGE;
@@ -212,7 +214,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                 break;
             }
             if let Some(mut r) = meter.report_due(now, phase.kind) {
-                r.hot_huge = s.huge.then(|| huge_share(&mem, s.hot_offset, s.hot));
+                r.hot_huge = (s.pages == PageKind::Thp).then(|| huge_share(&mem, s.hot_offset, s.hot));
                 emit(s.json, &r);
             }
             if phase.kind == PhaseKind::Idle {
@@ -467,7 +469,7 @@ mod tests {
             report: Duration::from_secs(10),
             json: true,
             write_ratio: 0.2,
-            huge: false,
+            pages: PageKind::Default,
             seed: 7,
             verify_all: true,
             rate: 0,

@@ -19,6 +19,12 @@ pub struct TenantPlan {
     pub prefetch: Vec<Range>,
     /// Ranges to rebuild as huge pages once resident.
     pub collapse: Vec<Range>,
+    /// Regions of a resting tenant's working set to lay out in runs on the tier (read
+    /// back if scattered there, rebuilt as one huge page, written out whole), so its
+    /// wake-up reads them back at sequential speed. Carried out before `demote`, which
+    /// does not name them.
+    #[serde(default)]
+    pub relayout: Vec<Range>,
     /// The policy saw the tenant wake up this interval (the engine remembers when).
     #[serde(default)]
     pub woke: bool,
@@ -26,7 +32,16 @@ pub struct TenantPlan {
 
 impl TenantPlan {
     pub fn quota_only(name: TenantName, quota: Option<u64>, reason: String) -> Self {
-        TenantPlan { name, quota, reason, demote: Vec::new(), prefetch: Vec::new(), collapse: Vec::new(), woke: false }
+        TenantPlan {
+            name,
+            quota,
+            reason,
+            demote: Vec::new(),
+            prefetch: Vec::new(),
+            collapse: Vec::new(),
+            relayout: Vec::new(),
+            woke: false,
+        }
     }
 }
 

@@ -60,6 +60,10 @@ pub struct Region {
     /// tierd had just prefetched made a woken tenant claim all it had.
     #[serde(default)]
     pub reused_secs: Option<f64>,
+    /// Its pages on the tier lie in runs of slots: checked, or laid out so by tierd,
+    /// since the tenant's rest began (see `TenantPlan::relayout`).
+    #[serde(default)]
+    pub laid_out: bool,
     /// Samples from the region that did not come back since it was last touched: the
     /// evidence behind calling it cold.
     #[serde(default)]

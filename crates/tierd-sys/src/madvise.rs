@@ -63,6 +63,14 @@ pub struct AdviseResult {
     pub last_errno: Option<i32>,
 }
 
+impl AdviseResult {
+    /// The last failure was `EINVAL`: the advice does not apply to this memory (for
+    /// `MADV_COLLAPSE`, the process opted out of huge pages or they are off).
+    pub fn refused(&self) -> bool {
+        self.last_errno == Some(libc::EINVAL)
+    }
+}
+
 impl Pidfd {
     /// Opens a pidfd for `pid`.
     pub fn open(pid: u32) -> io::Result<Pidfd> {

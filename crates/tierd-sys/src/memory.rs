@@ -17,7 +17,11 @@ unsafe impl Send for AnonMemory {}
 /// What backs a mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageKind {
-    /// 4 KiB pages only (`MADV_NOHUGEPAGE`).
+    /// What the system's THP setting gives a program that does not ask (no advice):
+    /// under `madvise`, small pages at first touch, which `MADV_COLLAPSE` may still
+    /// rebuild as huge ones (tierd does, to lay a resting tenant's memory out on the tier).
+    Default,
+    /// 4 KiB pages only (`MADV_NOHUGEPAGE`: the program opted out of huge pages).
     Small,
     /// Transparent huge pages where the kernel can have them (`MADV_HUGEPAGE`).
     Thp,
@@ -31,7 +35,7 @@ impl PageKind {
     /// The size mappings of this kind are rounded up to.
     pub fn granule(self) -> usize {
         match self {
-            PageKind::Small | PageKind::Thp | PageKind::Hugetlb2M => 2 << 20,
+            PageKind::Default | PageKind::Small | PageKind::Thp | PageKind::Hugetlb2M => 2 << 20,
             PageKind::Hugetlb1G => 1 << 30,
         }
     }
@@ -43,7 +47,7 @@ impl AnonMemory {
     pub fn new(len: usize, kind: PageKind) -> io::Result<AnonMemory> {
         let len = len.div_ceil(kind.granule()) * kind.granule();
         let flags = match kind {
-            PageKind::Small | PageKind::Thp => libc::MAP_NORESERVE,
+            PageKind::Default | PageKind::Small | PageKind::Thp => libc::MAP_NORESERVE,
             PageKind::Hugetlb2M => libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
             PageKind::Hugetlb1G => libc::MAP_HUGETLB | libc::MAP_HUGE_1GB,
         };
@@ -64,7 +68,7 @@ impl AnonMemory {
         let advice = match kind {
             PageKind::Thp => Some(libc::MADV_HUGEPAGE),
             PageKind::Small => Some(libc::MADV_NOHUGEPAGE),
-            PageKind::Hugetlb2M | PageKind::Hugetlb1G => None,
+            PageKind::Default | PageKind::Hugetlb2M | PageKind::Hugetlb1G => None,
         };
         if let Some(adv) = advice {
             // SAFETY: advising the mapping just created, over its exact extent.

@@ -106,6 +106,51 @@ impl Pagemap {
     }
 }
 
+/// Where a range's swapped pages lie on the swap areas: how many there are, and in how
+/// many runs of consecutive slots (in address order). A range paged out whole in one
+/// go is one run and reads back at sequential speed; one paged out by the kernel's
+/// reclaim, page by page alongside others, is hundreds of runs read at random speed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SwapLayout {
+    pub swapped_pages: u32,
+    pub runs: u32,
+}
+
+impl SwapLayout {
+    /// From raw pagemap entries (bit 62 swapped; bits 0–4 the swap area, 5–54 the slot).
+    pub fn of(entries: &[u64]) -> SwapLayout {
+        let mut out = SwapLayout::default();
+        let mut prev: Option<u64> = None;
+        for &e in entries {
+            if e >> 62 & 1 == 0 {
+                prev = None;
+                continue;
+            }
+            let slot = e & ((1 << 55) - 1);
+            out.swapped_pages += 1;
+            if prev != Some(slot.wrapping_sub(1 << 5)) {
+                out.runs += 1;
+            }
+            prev = Some(slot);
+        }
+        out
+    }
+}
+
+impl Pagemap {
+    /// The layout of `[start, start + len)`'s swapped pages, from the plain pagemap
+    /// entries (`PAGEMAP_SCAN` does not say where a page lies; root sees the slots).
+    pub fn swap_layout(&self, start: u64, len: u64) -> io::Result<SwapLayout> {
+        use std::os::unix::fs::FileExt;
+        let pages = (len / 4096) as usize;
+        let mut raw = vec![0u8; pages * 8];
+        self.file.read_exact_at(&mut raw, start / 4096 * 8)?;
+        let entries: Vec<u64> =
+            raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+        Ok(SwapLayout::of(&entries))
+    }
+}
+
 /// Byte totals of a scan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PageCounts {
@@ -136,6 +181,27 @@ impl PageCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swap_layout_counts_runs_of_consecutive_slots_in_address_order() {
+        let swapped = |area: u64, slot: u64| 1 << 62 | slot << 5 | area;
+        let present = 1u64 << 63;
+        // Slots 10, 11, 12, then 40, 41 after a resident page, then 7, then 8 on another area.
+        let e = [
+            swapped(0, 10),
+            swapped(0, 11),
+            swapped(0, 12),
+            present,
+            swapped(0, 40),
+            swapped(0, 41),
+            swapped(0, 7),
+            swapped(1, 8),
+        ];
+        assert_eq!(SwapLayout::of(&e), SwapLayout { swapped_pages: 7, runs: 4 });
+        assert_eq!(SwapLayout::of(&[present, 0]), SwapLayout::default());
+        let one_run: Vec<u64> = (100..612).map(|s| swapped(2, s)).collect();
+        assert_eq!(SwapLayout::of(&one_run), SwapLayout { swapped_pages: 512, runs: 1 });
+    }
 
     #[test]
     fn scans_own_memory() {

@@ -472,6 +472,9 @@ impl Engine {
             let ticks: u64 = t.procs.iter().map(|p| self.proc.cpu_ticks(p.pid()).unwrap_or(0)).sum();
             if t.pace.step(secs, ticks as f64 / hz, faulting, window) {
                 changed = true;
+                if t.pace.rest_since.is_none() {
+                    t.laid_out.clear();
+                }
             }
         }
         changed
@@ -546,7 +549,17 @@ impl Engine {
                 at_rest_secs: t.pace.rest_secs(now),
                 since_rest_secs: t.pace.since_rest_secs(now),
                 rest_began_secs: t.pace.rest_began_secs(now),
-                regions: t.tracker.as_ref().map(|tr| tr.regions(now)).unwrap_or_default(),
+                regions: t
+                    .tracker
+                    .as_ref()
+                    .map(|tr| tr.regions(now))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|r| tierd_core::snapshot::Region {
+                        laid_out: t.relayout_refused || t.laid_out.contains(&(r.range.pid, r.range.start)),
+                        ..r
+                    })
+                    .collect(),
             })
             .collect();
         Snapshot {
@@ -724,10 +737,19 @@ impl Engine {
         for r in &fresh {
             t.prefetched.insert((r.pid, r.start), now);
         }
+        let mut relaid = mover::Relaid::default();
         for p in &t.procs {
             let mine = |ranges: &[tierd_core::snapshot::Range]| -> Vec<(u64, u64)> {
                 ranges.iter().filter(|r| r.pid == p.pid()).map(|r| (r.start, r.len)).collect()
             };
+            let ranges = mine(&tp.relayout);
+            if !ranges.is_empty() && !t.relayout_refused {
+                let mut done = Vec::new();
+                let r = mover::relayout(&self.proc, p, &ranges, until, &mut done);
+                t.laid_out.extend(done.iter().map(|&(start, _)| (p.pid(), start)));
+                relaid.add(&r);
+                failed.push(("relayout (process_madvise)", r.advise));
+            }
             let ranges = mine(&tp.demote);
             if !ranges.is_empty() {
                 let m = mover::demote_ranges(p, &ranges);
@@ -750,10 +772,30 @@ impl Engine {
         for (op, r) in failed {
             t.count_advise(op, &r);
         }
-        if !fresh.is_empty()
-            && let Some(tr) = t.tracker.as_mut()
-        {
+        if let Some(tr) = t.tracker.as_mut() {
             tr.prefetched(&fresh);
+            tr.prefetched(&tp.relayout);
+        }
+        if relaid.refused && relaid.relaid == 0 && !t.relayout_refused {
+            t.relayout_refused = true;
+            self.events.warn(
+                Some(tp.name.as_str()),
+                "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory (it \
+                 opted out of huge pages, or they are off), so its wake-ups read the tier at random-read speed"
+                    .to_string(),
+            );
+        }
+        if relaid.relaid > 0 {
+            let msg = format!(
+                "laid out {} regions of its working set in runs on the tier (they lay in {} runs; {} read back to do \
+                 so); {} already were",
+                relaid.relaid,
+                relaid.runs_before,
+                human(relaid.read_bytes),
+                relaid.in_runs
+            );
+            t.decide(now, msg.clone());
+            self.events.decision(Some(tp.name.as_str()), msg);
         }
         // Demoted pages now wait in the swap cache, written and clean: the kernel drops
         // them first and without I/O whenever this tenant's DRAM is wanted. Squeezing

@@ -20,8 +20,15 @@ const REST_SHARE: f64 = 0.1;
 /// is left to sampling.
 const MIN_BUSY_CORES: f64 = 0.05;
 
-/// Back to running at this share of its usual CPU.
+/// Back to running at this share of its usual CPU, and at least [`MIN_BUSY_CORES`]:
+/// CPU time counts in 10 ms ticks, so over a half-second step one tick of a report
+/// thread reads as 0.02 cores, which ended the rest of a tenant whose usual was 0.06.
 const RUN_SHARE: f64 = 0.25;
+
+/// A rest that begins this soon after the last one ended continues it: the working
+/// set it wakes up to is what it was using before the first (a rest that flapped on
+/// a stray tick had anchored its working set on the few seconds in between).
+const SPELL_GAP_SECS: f64 = 5.0;
 
 /// A tenant's CPU pace: its use now, its usual use, and since when it has been at rest.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -92,7 +99,7 @@ impl CpuPace {
         self.cores = (cpu_secs - before).max(0.0) / dt;
         let resting = self.usual >= MIN_BUSY_CORES && self.cores < REST_SHARE * self.usual && !faulting;
         match self.rest_since {
-            Some(_) if self.cores >= RUN_SHARE * self.usual => {
+            Some(_) if self.cores >= (RUN_SHARE * self.usual).max(MIN_BUSY_CORES) => {
                 self.rest_since = None;
                 self.rest_ended = Some(now);
                 changed = true;
@@ -100,7 +107,9 @@ impl CpuPace {
             Some(_) => return false,
             None if resting => {
                 self.rest_since = Some(now);
-                self.rest_began = Some(now);
+                if self.rest_ended.is_none_or(|e| now - e > SPELL_GAP_SECS) {
+                    self.rest_began = Some(now);
+                }
                 return true;
             }
             None => {}
@@ -182,6 +191,27 @@ mod tests {
         assert!(p.step(t + 0.7, cpu + 0.07, true, 30.0));
         assert_eq!(p.rest_secs(t + 0.7), None);
         assert_eq!(p.since_rest_secs(t + 0.7), Some(0.0), "woke just now");
+    }
+
+    #[test]
+    fn a_stray_tick_does_not_end_a_rest_and_a_rest_that_resumes_keeps_when_it_began() {
+        let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
+        p.step(t, cpu, false, 30.0);
+        run(&mut p, &mut t, &mut cpu, 40, 0.1, false);
+        run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
+        let began = p.rest_began;
+        assert!(p.rest_secs(t).is_some(), "{p:?}");
+        // One 10 ms tick in a second: 0.01 cores, over a quarter of its usual 0.06.
+        assert!(!run(&mut p, &mut t, &mut cpu, 1, 0.01, false), "{p:?}");
+        assert!(p.rest_secs(t).is_some(), "still at rest");
+        // A second of real work ends it; resting again two seconds later resumes it.
+        assert!(run(&mut p, &mut t, &mut cpu, 1, 0.2, false));
+        assert!(run(&mut p, &mut t, &mut cpu, 2, 0.0, false));
+        assert_eq!(p.rest_began, began, "the same spell of rest");
+        // After a real session of work, a new rest begins a new spell.
+        run(&mut p, &mut t, &mut cpu, 20, 0.1, false);
+        run(&mut p, &mut t, &mut cpu, 2, 0.0, false);
+        assert!(p.rest_began > began);
     }
 
     #[test]

@@ -92,6 +92,12 @@ pub struct Tenant {
     pub pace: crate::pace::CpuPace,
     /// When a task of it was last found waiting at its quota (see `Engine::release_waiters`).
     pub waited_at: Option<Instant>,
+    /// Regions, by (pid, start), whose tier pages are known to lie in runs since its
+    /// rest began (checked or laid out by tierd; see `mover::relayout`). Cleared when
+    /// the rest ends: pages rewritten while it runs may be scattered again.
+    pub laid_out: std::collections::HashSet<(u32, u64)>,
+    /// `MADV_COLLAPSE` refused its memory, so its working set cannot be laid out.
+    pub relayout_refused: bool,
     /// Its guest, when the tenant is a QEMU VM.
     pub guest: Option<crate::api::GuestStatus>,
     /// What was last said about the guest (found, tierable), so it is said once.
@@ -118,6 +124,8 @@ impl Tenant {
             watch: None,
             pace: Default::default(),
             waited_at: None,
+            laid_out: Default::default(),
+            relayout_refused: false,
             guest: None,
             guest_said: None,
         }

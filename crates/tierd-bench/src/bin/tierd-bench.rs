@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use tierd_bench::workload::{self, Pattern, Phase, PhaseKind, Settings};
 use tierd_bench::{pg_load, redis_load};
 use tierd_core::ByteSize;
+use tierd_sys::memory::PageKind;
 
 /// Workloads and benchmarks for tierd.
 #[derive(Parser, Debug)]
@@ -73,9 +74,13 @@ enum Cmd {
         /// Fraction of accesses that rewrite their page (0..=1).
         #[arg(long, default_value_t = 0.0)]
         write_ratio: f64,
-        /// Ask for transparent huge pages.
-        #[arg(long)]
+        /// Ask for transparent huge pages (`MADV_HUGEPAGE`).
+        #[arg(long, conflicts_with = "small_pages")]
         thp: bool,
+        /// Small pages only (`MADV_NOHUGEPAGE`, an opt-out of huge pages). By default
+        /// the memory is what the system's THP setting gives a program that does not ask.
+        #[arg(long)]
+        small_pages: bool,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Skip verifying every page at the end.
@@ -440,6 +445,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             json,
             write_ratio,
             thp,
+            small_pages,
             seed,
             no_verify_all,
             rate,
@@ -464,7 +470,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 report: workload::humantime_like(&report).context("--report")?,
                 json,
                 write_ratio,
-                huge: thp,
+                pages: match (thp, small_pages) {
+                    (true, _) => PageKind::Thp,
+                    (false, true) => PageKind::Small,
+                    (false, false) => PageKind::Default,
+                },
                 seed,
                 verify_all: !no_verify_all,
                 rate,

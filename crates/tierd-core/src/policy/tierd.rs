@@ -76,6 +76,15 @@ const PAGE: u64 = 4096;
 /// few stacks and buffers; if it wakes, its faults give it its peak back.
 pub const REST_QUOTA: u64 = 8 << 20;
 
+/// What laying a resting tenant's working set out in runs may ask of the tier per
+/// second of interval (reads of scattered pages, then whole-region writes).
+pub const RELAYOUT_RATE: u64 = 256 << 20;
+
+/// Room a resting tenant gets above [`REST_QUOTA`] while its working set is laid out:
+/// the engine reads back 8 regions at a time, and each becomes a new huge page before
+/// the small ones are freed.
+pub const RELAYOUT_ROOM: u64 = 32 << 20;
+
 /// Room above the active set so the hot set fits: 1/8 of it plus 16 MiB (which also
 /// holds the tracker's samples in flight, up to 4096 pages).
 pub fn headroom(active: u64) -> u64 {
@@ -219,7 +228,13 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
                 &format!("; reads {:.0} pages/s from the tier, so it needs more than it holds", t.tier_faults_per_sec);
         }
     }
-    let floor = if at_rest { REST_QUOTA } else { MIN_QUOTA };
+    let mut floor = if at_rest { REST_QUOTA } else { MIN_QUOTA };
+    // Laying its working set out in runs reads scattered regions back a batch at a
+    // time: room for the batch and the huge pages it is rebuilt into.
+    if at_rest && relayout_pending(t, window) {
+        floor += RELAYOUT_ROOM;
+        why += &format!("; {} of room to lay its working set out in runs on the tier", human(RELAYOUT_ROOM));
+    }
     let bytes = bytes.clamp(floor.min(size), ceiling(size));
     if faulting && !waking {
         why += &format!("; faulting from the tier at {:.0}/s", t.tier_faults_per_sec);
@@ -255,6 +270,36 @@ fn working_set(t: &TenantView, window: f64) -> impl Iterator<Item = &Region> {
         .filter(|_| rested_lately)
         .or_else(|| t.regions.iter().filter(|r| r.tier_bytes > 0).filter_map(|r| r.reused_secs).reduce(f64::min));
     t.regions.iter().filter(move |r| anchor.is_some_and(|a| r.reused_secs.is_some_and(|s| s <= a + window)))
+}
+
+/// Regions of a resting tenant's working set on the tier and not known to lie in runs.
+fn scattered_on_tier(t: &TenantView, window: f64) -> impl Iterator<Item = &Region> {
+    working_set(t, window).filter(|r| r.tier_bytes > 0 && !r.laid_out)
+}
+
+fn relayout_pending(t: &TenantView, window: f64) -> bool {
+    scattered_on_tier(t, window).next().is_some()
+}
+
+/// Regions of a resting tenant to lay out in runs on the tier this pass: those of its
+/// working set going there now (`demote`) or already there, not known to lie in runs;
+/// up to `budget` bytes, most recently reused first (the first it will want back).
+/// While the tier is throttled only those going there anyway: reading scattered pages
+/// back to re-lay them is work a slow tier cannot spare.
+fn relayout_regions(t: &TenantView, window: f64, demote: &[Range], budget: u64, throttled: bool) -> Vec<Range> {
+    let mut ws: Vec<&Region> = working_set(t, window)
+        .filter(|r| !r.laid_out)
+        .filter(|r| demote.contains(&r.range) || (r.tier_bytes > 0 && !throttled))
+        .collect();
+    ws.sort_by(|a, b| a.reused_secs.unwrap_or(f64::MAX).total_cmp(&b.reused_secs.unwrap_or(f64::MAX)));
+    let mut total = 0;
+    ws.into_iter()
+        .take_while(|r| {
+            total += r.range.len;
+            total <= budget
+        })
+        .map(|r| r.range)
+        .collect()
 }
 
 /// Regions to prefetch for a waking tenant: those of its working set with pages on
@@ -450,6 +495,15 @@ pub fn plan(snap: &Snapshot) -> Plan {
                     }
                 }
             }
+            // At rest, its working set goes to the tier in runs (see `TenantPlan::relayout`).
+            if t.at_rest_secs.is_some() {
+                let budget = (RELAYOUT_RATE as f64 * snap.interval_secs) as u64;
+                tp.relayout = relayout_regions(t, window, &tp.demote, budget, throttle.is_some());
+                if !tp.relayout.is_empty() {
+                    tp.demote.retain(|r| !tp.relayout.contains(r));
+                    tp.reason += &format!("; laying {} regions of its working set out in runs", tp.relayout.len());
+                }
+            }
             // While it faults from the tier, only within the room under its quota: a
             // rebuild allocates and reads in synchronously, and in a thrashing cgroup at
             // its limit that stalled the control loop for 20 s. Otherwise at full rate
@@ -491,6 +545,7 @@ mod tests {
             range: Range { pid: 1, start, len: 2 * MIB },
             idle_secs: idle,
             reused_secs: idle,
+            laid_out: false,
             cold_samples: 3,
             dram_bytes: dram,
             tier_bytes: tier,
@@ -844,6 +899,52 @@ mod tests {
         let tp = p.tenant("u1").unwrap();
         assert!(tp.woke, "{}", tp.reason);
         assert_eq!(tp.prefetch.len(), 96, "{}", tp.reason);
+    }
+
+    #[test]
+    fn a_resting_tenants_working_set_goes_to_the_tier_laid_out_in_runs() {
+        // At rest 5 s: its working set (100 regions reused 10–40 s ago) is 60 regions on
+        // the tier and 40 in DRAM; 50 more regions it only filled are on the tier. A
+        // busy neighbour needs the DRAM.
+        let mut r = active(tenant("r", GIB), 200 * MIB);
+        r.at_rest_secs = Some(5.0);
+        r.rest_began_secs = Some(5.0);
+        r.dram = 80 * MIB;
+        let ws = |i: u64, dram: u64| Region {
+            idle_secs: Some(10.0),
+            ..region(i * 2 * MIB, Some(10.0 + (i % 30) as f64), dram, 2 * MIB - dram)
+        };
+        r.regions = (0..60).map(|i| ws(i, 0)).collect();
+        r.regions.extend((60..100).map(|i| ws(i, 2 * MIB)));
+        r.regions
+            .extend((100..150).map(|i| Region { reused_secs: None, ..region(i * 2 * MIB, Some(300.0), 0, 2 * MIB) }));
+        let busy = active(tenant("busy", 2 * GIB), 900 * MIB);
+        let p = plan(&snap(GIB, vec![r.clone(), busy.clone()]));
+        let tp = p.tenant("r").unwrap();
+        // The cut (80 → 40 MiB) sends 20 of the 40 resident regions to the tier.
+        assert_eq!(tp.relayout.len(), 80, "its working set on the tier or going there: {}", tp.reason);
+        assert!(tp.relayout.iter().all(|x| x.start < 200 * MIB), "not what it only filled");
+        assert!(tp.demote.iter().all(|d| !tp.relayout.contains(d)), "relaid regions are not demoted twice");
+        assert!(tp.reason.contains("of room to lay its working set out in runs"), "{}", tp.reason);
+        assert!(quota(&p, "r") >= REST_QUOTA + RELAYOUT_ROOM, "{}", tp.reason);
+        // Once every region is known to lie in runs: nothing more to do, no extra room.
+        let mut laid = r.clone();
+        laid.regions.iter_mut().for_each(|x| x.laid_out = true);
+        let p = plan(&snap(GIB, vec![laid, busy.clone()]));
+        let tp = p.tenant("r").unwrap();
+        assert!(tp.relayout.is_empty() && !tp.reason.contains("room to lay"), "{}", tp.reason);
+        // On a tier at red latency, only what goes to the tier anyway is laid out.
+        let mut slow = snap(GIB, vec![r.clone(), busy.clone()]);
+        slow.tier.read_latency_us = Some(900.0);
+        let p = plan(&slow);
+        let tp = p.tenant("r").unwrap();
+        assert_eq!(tp.relayout.len(), 20, "{}", tp.reason);
+        assert!(tp.relayout.iter().all(|x| (120 * MIB..200 * MIB).contains(&x.start)), "{:?}", tp.relayout);
+        // A busy tenant's working set is never laid out: it would fight the kernel.
+        let mut b = r;
+        b.at_rest_secs = None;
+        let p = plan(&snap(GIB, vec![b, busy]));
+        assert!(p.tenant("r").unwrap().relayout.is_empty());
     }
 
     #[test]

@@ -531,6 +531,7 @@ mod tests {
             range: Range { pid: 42, start, len: 2 << 20 },
             idle_secs: idle,
             reused_secs: idle,
+            laid_out: false,
             cold_samples: 2,
             dram_bytes: dram,
             tier_bytes: tier,

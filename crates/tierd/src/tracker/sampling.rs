@@ -722,6 +722,7 @@ impl Tracker for SamplingTracker {
                 range: Range { pid, start, len: REGION },
                 idle_secs: r.idle_secs(now),
                 reused_secs: r.reused.map(|t| now - t),
+                laid_out: false,
                 cold_samples: r.misses,
                 dram_bytes: r.present,
                 tier_bytes: r.swapped,
