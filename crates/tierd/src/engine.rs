@@ -75,6 +75,8 @@ pub struct Engine {
     started: Instant,
     /// Where the HTTP server listens, when it is on (shown in status).
     pub http_address: Option<String>,
+    /// Said once: the tier had no free clusters for a relayout.
+    tier_room_warned: bool,
     _lock: File,
 }
 
@@ -146,6 +148,7 @@ impl Engine {
             history: History::default(),
             started: Instant::now(),
             http_address: None,
+            tier_room_warned: false,
             _lock: lock,
         };
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
@@ -783,6 +786,18 @@ impl Engine {
                 "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory (it \
                  opted out of huge pages, or they are off), so its wake-ups read the tier at random-read speed"
                     .to_string(),
+            );
+        }
+        if relaid.split > 0 && !self.tier_room_warned {
+            self.tier_room_warned = true;
+            self.events.warn(
+                Some(tp.name.as_str()),
+                format!(
+                    "the tier has no free 2 MiB clusters of slots left: {} huge pages were split on the way out and \
+                     their pages scattered again, so relayout stops until room frees up; a larger tier (--tier-size) \
+                     keeps wake-ups sequential",
+                    relaid.split
+                ),
             );
         }
         if relaid.relaid > 0 {

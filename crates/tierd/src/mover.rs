@@ -174,6 +174,10 @@ pub struct Relaid {
     /// tenant opted out of huge pages, or they are off): relayout cannot work for it.
     /// (One region refused among others that worked straddles the end of a mapping.)
     pub refused: bool,
+    /// Huge pages the kernel split on the way out (`thp_swpout_fallback`): the tier
+    /// had no free cluster of 512 slots for them, so their pages went to scattered
+    /// holes again. Relayout stops there; it needs a tier with room.
+    pub split: u64,
     pub advise: AdviseResult,
     pub scan_errors: u64,
 }
@@ -185,6 +189,7 @@ impl Relaid {
         self.read_bytes += o.read_bytes;
         self.runs_before += o.runs_before;
         self.refused |= o.refused;
+        self.split += o.split;
         add_advice(&mut self.advise, o.advise);
         self.scan_errors += o.scan_errors;
     }
@@ -254,12 +259,25 @@ pub fn relayout(
         }
         // Paged out either way: what was read back goes where it was. One try per
         // rest: a region that failed is tried again when the tenant next rests.
+        let before = swpout_fallbacks(proc);
         add_advice(&mut out.advise, pidfd.advise(Advice::PageOut, &ranges));
-        out.relaid += whole.len() as u64;
+        // Host-wide counter: another process's split in the same instant would count
+        // here too, which only stops this pass early.
+        let split = swpout_fallbacks(proc).saturating_sub(before).min(whole.len() as u64);
+        out.split += split;
+        out.relaid += whole.len() as u64 - split;
         done.extend(ranges);
+        if split > 0 {
+            break;
+        }
     }
     out.refused = invalid > 0 && out.relaid == 0;
     out
+}
+
+/// Huge pages the kernel has split for want of a free swap cluster, host-wide.
+fn swpout_fallbacks(proc: &ProcFs) -> u64 {
+    proc.vmstat().ok().and_then(|v| v.get("thp_swpout_fallback").copied()).unwrap_or(0)
 }
 
 /// `ranges` cut into consecutive batches of at most `max` bytes each.

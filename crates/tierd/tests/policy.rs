@@ -256,23 +256,26 @@ fn swap_layout(pid: u32, len: u64) -> (u32, u32) {
 #[test]
 fn a_resting_tenants_scattered_working_set_is_laid_out_in_runs_on_the_tier() {
     let _g = serial();
-    let mut d = daemon("256M", &[]);
-    // A 256 MiB hot set on a 256 MiB budget thrashes: the kernel's reclaim writes it to
-    // the tier a page at a time, and pages read back keep those scattered slots.
+    // Huge pages go to the tier whole only into free 2 MiB clusters of slots: the tier
+    // needs room beyond what the tenant fills (the thrash leaves holes all over).
+    let mut d = daemon("256M", &["--tier-size", "1G"]);
+    // A 320 MiB hot set on a 256 MiB budget thrashes: the kernel's reclaim writes it to
+    // the tier a page at a time, and pages read back keep those scattered slots. (A hot
+    // set the size of the budget is not enough: reclaim may take the cold tail instead.)
     let pid = d.run_workload(
         "r",
         &["--size", "384M"],
-        &["--size", "384M", "--hot", "256M", "--phase", "active:16s,idle:40s,active:6s", "--json", "--report", "2s"],
+        &["--size", "384M", "--hot", "320M", "--phase", "active:16s,idle:40s,active:6s", "--json", "--report", "2s"],
     );
     std::thread::sleep(Duration::from_secs(15));
-    let (swapped, runs) = swap_layout(pid, 256 * MIB);
+    let (swapped, runs) = swap_layout(pid, 320 * MIB);
     assert!(swapped > 4096, "the thrash put part of the hot set on the tier: {swapped} pages");
     let scattered = swapped as f64 / runs as f64;
     // At rest, tierd reads its scattered regions back, rebuilds each as a huge page and
     // writes it out whole.
     wait_for("its working set laid out", Duration::from_secs(35), || d.ctl(&["explain", "r"]).contains("laid out"));
     std::thread::sleep(Duration::from_secs(8));
-    let (swapped_after, runs_after) = swap_layout(pid, 256 * MIB);
+    let (swapped_after, runs_after) = swap_layout(pid, 320 * MIB);
     let laid = swapped_after as f64 / runs_after.max(1) as f64;
     eprintln!("pages per run of slots: {scattered:.1} before, {laid:.1} after ({swapped_after} pages on the tier)");
     assert!(
