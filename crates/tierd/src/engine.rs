@@ -779,14 +779,15 @@ impl Engine {
             tr.prefetched(&fresh);
             tr.prefetched(&tp.relayout);
         }
-        if relaid.refused && relaid.relaid == 0 && !t.relayout_refused {
+        t.relayout_tally.0 += relaid.relaid;
+        t.relayout_tally.1 += relaid.refused;
+        if t.relayout_tally.0 == 0 && t.relayout_tally.1 >= crate::tenant::RELAYOUT_REFUSALS && !t.relayout_refused {
             t.relayout_refused = true;
-            self.events.warn(
-                Some(tp.name.as_str()),
-                "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory (it \
-                 opted out of huge pages, or they are off), so its wake-ups read the tier at random-read speed"
-                    .to_string(),
-            );
+            let msg = "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory \
+                       (it opted out of huge pages, or they are off), so its wake-ups read the tier at random-read \
+                       speed";
+            t.decide(now, msg.to_string());
+            self.events.warn(Some(tp.name.as_str()), msg.to_string());
         }
         if relaid.split > 0 && !self.tier_room_warned {
             self.tier_room_warned = true;

@@ -170,10 +170,12 @@ pub struct Relaid {
     pub read_bytes: u64,
     /// Runs of slots the re-laid regions were in before.
     pub runs_before: u64,
-    /// `MADV_COLLAPSE` refused every region it was asked for with `EINVAL` (the
-    /// tenant opted out of huge pages, or they are off): relayout cannot work for it.
-    /// (One region refused among others that worked straddles the end of a mapping.)
-    pub refused: bool,
+    /// Regions `MADV_COLLAPSE` refused with `EINVAL`: their mapping opted out of huge
+    /// pages (`MADV_NOHUGEPAGE`, `PR_SET_THP_DISABLE`) or THP is off.
+    pub refused: u64,
+    /// Regions left alone because no one anonymous mapping holds all of their 2 MiB
+    /// (a small heap, a mapping's ragged ends): no huge page can be built there.
+    pub unfit: u64,
     /// Huge pages the kernel split on the way out (`thp_swpout_fallback`): the tier
     /// had no free cluster of 512 slots for them, so their pages went to scattered
     /// holes again. Relayout stops there; it needs a tier with room.
@@ -188,7 +190,8 @@ impl Relaid {
         self.relaid += o.relaid;
         self.read_bytes += o.read_bytes;
         self.runs_before += o.runs_before;
-        self.refused |= o.refused;
+        self.refused += o.refused;
+        self.unfit += o.unfit;
         self.split += o.split;
         add_advice(&mut self.advise, o.advise);
         self.scan_errors += o.scan_errors;
@@ -220,8 +223,14 @@ pub fn relayout(
         out.scan_errors += 1;
         return out;
     };
+    let mappings = anon_ranges(proc, pidfd.pid());
     let mut todo = Vec::new();
     for &(start, len) in regions {
+        if !mappings.iter().any(|&(s, e)| s <= start && start + len <= e) {
+            out.unfit += 1;
+            done.push((start, len));
+            continue;
+        }
         match pm.swap_layout(start, len) {
             Ok(l) if l.runs > IN_RUNS => {
                 out.runs_before += l.runs as u64;
@@ -235,9 +244,8 @@ pub fn relayout(
         }
     }
     let mem = ProcMem::open(proc.root(), pidfd);
-    let mut invalid = 0;
     for batch in todo.chunks(RELAYOUT_BATCH) {
-        if Instant::now() >= until || (invalid >= RELAYOUT_BATCH && out.relaid == 0) {
+        if Instant::now() >= until || (out.refused >= RELAYOUT_BATCH as u64 && out.relaid == 0) {
             break;
         }
         let ranges: Vec<(u64, u64)> = batch.iter().map(|&(s, l, _)| (s, l)).collect();
@@ -253,7 +261,7 @@ pub fn relayout(
             if c.errors == 0 {
                 whole.push(r);
             } else if c.refused() {
-                invalid += 1;
+                out.refused += 1;
             }
             add_advice(&mut out.advise, c);
         }
@@ -271,7 +279,6 @@ pub fn relayout(
             break;
         }
     }
-    out.refused = invalid > 0 && out.relaid == 0;
     out
 }
 

@@ -13,6 +13,10 @@ use crate::tracker::Tracker;
 /// How many decisions `tierctl explain` can show per tenant.
 const DECISIONS_KEPT: usize = 64;
 
+/// `MADV_COLLAPSE` refusals, with no region laid out, that show a tenant's memory
+/// cannot be laid out in runs at all.
+pub const RELAYOUT_REFUSALS: u64 = 8;
+
 /// Whether the tenant still runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "lowercase")]
@@ -98,6 +102,10 @@ pub struct Tenant {
     pub laid_out: std::collections::HashSet<(u32, u64)>,
     /// `MADV_COLLAPSE` refused its memory, so its working set cannot be laid out.
     pub relayout_refused: bool,
+    /// Regions laid out and regions refused so far: a tenant is taken as refusing
+    /// only after [`RELAYOUT_REFUSALS`] refusals and no success (one small odd
+    /// mapping must not stop the rest).
+    pub relayout_tally: (u64, u64),
     /// Its guest, when the tenant is a QEMU VM.
     pub guest: Option<crate::api::GuestStatus>,
     /// What was last said about the guest (found, tierable), so it is said once.
@@ -126,6 +134,7 @@ impl Tenant {
             waited_at: None,
             laid_out: Default::default(),
             relayout_refused: false,
+            relayout_tally: (0, 0),
             guest: None,
             guest_said: None,
         }

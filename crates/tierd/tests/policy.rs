@@ -273,7 +273,9 @@ fn a_resting_tenants_scattered_working_set_is_laid_out_in_runs_on_the_tier() {
     let scattered = swapped as f64 / runs as f64;
     // At rest, tierd reads its scattered regions back, rebuilds each as a huge page and
     // writes it out whole.
-    wait_for("its working set laid out", Duration::from_secs(35), || d.ctl(&["explain", "r"]).contains("laid out"));
+    wait_for("its working set laid out", Duration::from_secs(35), || {
+        d.ctl(&["explain", "r"]).contains("regions of its working set in runs")
+    });
     std::thread::sleep(Duration::from_secs(8));
     let (swapped_after, runs_after) = swap_layout(pid, 320 * MIB);
     let laid = swapped_after as f64 / runs_after.max(1) as f64;
@@ -283,6 +285,8 @@ fn a_resting_tenants_scattered_working_set_is_laid_out_in_runs_on_the_tier() {
         "pages per run {scattered:.1} before, {laid:.1} after ({swapped_after} pages on the tier)\n{}",
         d.ctl(&["explain", "r"])
     );
+    let log = d.ctl(&["explain", "r"]);
+    assert!(!log.contains("cannot be laid out"), "{log}");
     // Every page is still what the tenant wrote (the workload verifies each read and,
     // at the end, all of its memory).
     // (Its last check reads 384 MiB back through a 256 MiB budget: up to a minute.)
@@ -290,4 +294,21 @@ fn a_resting_tenants_scattered_working_set_is_laid_out_in_runs_on_the_tier() {
     let s = d.summary("r");
     assert_eq!(s["corrupt_pages"], 0, "{s}");
     assert!(u(&s["verified_pages"]) >= 98304, "{s}");
+}
+
+#[test]
+fn a_tenant_that_opted_out_of_huge_pages_is_told_its_layout_stays_scattered() {
+    let _g = serial();
+    let mut d = daemon("128M", &["--tier-size", "512M"]);
+    // MADV_NOHUGEPAGE: MADV_COLLAPSE refuses its memory with EINVAL.
+    d.run_workload(
+        "s",
+        &["--size", "192M"],
+        &["--size", "192M", "--hot", "160M", "--small-pages", "--phase", "active:10s,idle:40s", "--no-verify-all"],
+    );
+    wait_for("the refusal explained", Duration::from_secs(45), || {
+        d.ctl(&["explain", "s"]).contains("cannot be laid out in runs on the tier")
+    });
+    let log = d.ctl(&["explain", "s"]);
+    assert!(!log.contains("regions of its working set in runs"), "{log}");
 }
