@@ -165,6 +165,10 @@ enum Cmd {
         /// re-run points of) the one there.
         #[arg(long)]
         fresh: bool,
+        /// Write report.md and the charts again from the results.json in --out, running
+        /// nothing (after a report fix, or to redraw a run copied from elsewhere).
+        #[arg(long, conflicts_with_all = ["dry_run", "fresh"])]
+        report_only: bool,
         /// Keep each run's tierd log and tenant output in DIR/SCENARIO-POINT-MODE-REP/
         /// (to see what tierd decided and why).
         #[arg(long, value_name = "DIR")]
@@ -269,7 +273,14 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
-        Cmd::Run { scenarios, out, modes, reps, scale, dry_run, fresh, logs } => {
+        Cmd::Run { scenarios, out, modes, reps, scale, dry_run, fresh, report_only, logs } => {
+            if report_only {
+                let r = tierd_bench::suite::Results::existing(&out, scale)?
+                    .ok_or_else(|| anyhow::anyhow!("no results.json in {} to report on", out.display()))?;
+                tierd_bench::report::write(&out, &r)?;
+                println!("report of {} points written to {}", r.results.len(), out.display());
+                return Ok(0);
+            }
             tierd_bench::harness::catch_interrupts()?;
             if let Some(dir) = logs {
                 tierd_bench::harness::keep_logs_in(dir)?;
