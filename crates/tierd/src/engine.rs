@@ -559,7 +559,7 @@ impl Engine {
                     .unwrap_or_default()
                     .into_iter()
                     .map(|r| tierd_core::snapshot::Region {
-                        laid_out: t.relayout_refused || t.laid_out.contains(&(r.range.pid, r.range.start)),
+                        laid_out: t.relayout_refused() || t.laid_out.contains(&(r.range.pid, r.range.start)),
                         ..r
                     })
                     .collect(),
@@ -746,7 +746,7 @@ impl Engine {
                 ranges.iter().filter(|r| r.pid == p.pid()).map(|r| (r.start, r.len)).collect()
             };
             let ranges = mine(&tp.relayout);
-            if !ranges.is_empty() && !t.relayout_refused {
+            if !ranges.is_empty() && !t.relayout_refused() {
                 let mut done = Vec::new();
                 let r = mover::relayout(&self.proc, p, &ranges, until, &mut done);
                 t.laid_out.extend(done.iter().map(|&(start, _)| (p.pid(), start)));
@@ -779,10 +779,10 @@ impl Engine {
             tr.prefetched(&fresh);
             tr.prefetched(&tp.relayout);
         }
+        let was_refused = t.relayout_refused();
         t.relayout_tally.0 += relaid.relaid;
         t.relayout_tally.1 += relaid.refused;
-        if t.relayout_tally.0 == 0 && t.relayout_tally.1 >= crate::tenant::RELAYOUT_REFUSALS && !t.relayout_refused {
-            t.relayout_refused = true;
+        if t.relayout_refused() && !was_refused {
             let msg = "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory \
                        (it opted out of huge pages, or they are off), so its wake-ups read the tier at random-read \
                        speed";

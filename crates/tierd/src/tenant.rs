@@ -100,11 +100,8 @@ pub struct Tenant {
     /// rest began (checked or laid out by tierd; see `mover::relayout`). Cleared when
     /// the rest ends: pages rewritten while it runs may be scattered again.
     pub laid_out: std::collections::HashSet<(u32, u64)>,
-    /// `MADV_COLLAPSE` refused its memory, so its working set cannot be laid out.
-    pub relayout_refused: bool,
-    /// Regions laid out and regions refused so far: a tenant is taken as refusing
-    /// only after [`RELAYOUT_REFUSALS`] refusals and no success (one small odd
-    /// mapping must not stop the rest).
+    /// Regions laid out and regions `MADV_COLLAPSE` refused so far (see
+    /// [`Tenant::relayout_refused`]).
     pub relayout_tally: (u64, u64),
     /// Its guest, when the tenant is a QEMU VM.
     pub guest: Option<crate::api::GuestStatus>,
@@ -133,7 +130,6 @@ impl Tenant {
             pace: Default::default(),
             waited_at: None,
             laid_out: Default::default(),
-            relayout_refused: false,
             relayout_tally: (0, 0),
             guest: None,
             guest_said: None,
@@ -166,6 +162,13 @@ impl Tenant {
         if r.errors > 0 {
             *self.errors.entry(op.to_string()).or_insert(0) += r.errors;
         }
+    }
+
+    /// `MADV_COLLAPSE` refuses its memory, so its working set cannot be laid out: taken
+    /// so only after [`RELAYOUT_REFUSALS`] refusals and no success (one small odd
+    /// mapping must not stop the rest).
+    pub fn relayout_refused(&self) -> bool {
+        self.relayout_tally.0 == 0 && self.relayout_tally.1 >= RELAYOUT_REFUSALS
     }
 
     pub fn decide(&mut self, now: f64, message: String) {

@@ -272,13 +272,28 @@ fn working_set(t: &TenantView, window: f64) -> impl Iterator<Item = &Region> {
     t.regions.iter().filter(move |r| anchor.is_some_and(|a| r.reused_secs.is_some_and(|s| s <= a + window)))
 }
 
-/// Regions of a resting tenant's working set on the tier and not known to lie in runs.
-fn scattered_on_tier(t: &TenantView, window: f64) -> impl Iterator<Item = &Region> {
-    working_set(t, window).filter(|r| r.tier_bytes > 0 && !r.laid_out)
+/// Some region of a resting tenant's working set is on the tier and not known to lie
+/// in runs.
+fn relayout_pending(t: &TenantView, window: f64) -> bool {
+    working_set(t, window).any(|r| r.tier_bytes > 0 && !r.laid_out)
 }
 
-fn relayout_pending(t: &TenantView, window: f64) -> bool {
-    scattered_on_tier(t, window).next().is_some()
+/// Most recently reused first: the order a woken tenant will want its regions back.
+fn sort_by_recent_reuse(regions: &mut [&Region]) {
+    regions.sort_by(|a, b| a.reused_secs.unwrap_or(f64::MAX).total_cmp(&b.reused_secs.unwrap_or(f64::MAX)));
+}
+
+/// The ranges of `regions`, in their order, as long as they add up to at most `budget`.
+fn ranges_within(regions: Vec<&Region>, budget: u64) -> Vec<Range> {
+    let mut total = 0;
+    regions
+        .into_iter()
+        .take_while(|r| {
+            total += r.range.len;
+            total <= budget
+        })
+        .map(|r| r.range)
+        .collect()
 }
 
 /// Regions of a resting tenant to lay out in runs on the tier this pass: those of its
@@ -291,15 +306,8 @@ fn relayout_regions(t: &TenantView, window: f64, demote: &[Range], budget: u64, 
         .filter(|r| !r.laid_out)
         .filter(|r| demote.contains(&r.range) || (r.tier_bytes > 0 && !throttled))
         .collect();
-    ws.sort_by(|a, b| a.reused_secs.unwrap_or(f64::MAX).total_cmp(&b.reused_secs.unwrap_or(f64::MAX)));
-    let mut total = 0;
-    ws.into_iter()
-        .take_while(|r| {
-            total += r.range.len;
-            total <= budget
-        })
-        .map(|r| r.range)
-        .collect()
+    sort_by_recent_reuse(&mut ws);
+    ranges_within(ws, budget)
 }
 
 /// Regions to prefetch for a waking tenant: those of its working set with pages on
@@ -307,7 +315,7 @@ fn relayout_regions(t: &TenantView, window: f64, demote: &[Range], budget: u64, 
 /// stays on the tier: read back, it would push out neighbours' hot sets for nothing.
 fn prefetch_regions(t: &TenantView, window: f64, room: u64) -> Vec<Range> {
     let mut hot: Vec<&Region> = working_set(t, window).filter(|r| r.tier_bytes > 0).collect();
-    hot.sort_by(|a, b| a.reused_secs.unwrap_or(f64::MAX).total_cmp(&b.reused_secs.unwrap_or(f64::MAX)));
+    sort_by_recent_reuse(&mut hot);
     let mut out = Vec::new();
     let mut total = 0;
     for r in hot {
@@ -356,14 +364,7 @@ fn collapse_regions(regions: &[Region], window: f64, budget: u64) -> Vec<Range> 
         .filter(|r| r.idle_secs.is_some_and(|s| s <= window))
         .collect();
     hot.sort_by(|a, b| a.idle_secs.unwrap_or(f64::MAX).total_cmp(&b.idle_secs.unwrap_or(f64::MAX)));
-    let mut total = 0;
-    hot.into_iter()
-        .take_while(|r| {
-            total += r.range.len;
-            total <= budget
-        })
-        .map(|r| r.range)
-        .collect()
+    ranges_within(hot, budget)
 }
 
 pub fn plan(snap: &Snapshot) -> Plan {
