@@ -27,6 +27,11 @@ pub struct Activeness {
     pub peak_bytes: u64,
     /// The estimate over the last interval only (reacts fast to a waking tenant).
     pub last_interval_bytes: u64,
+    /// The larger of the last two intervals' estimates, once there are two: what the
+    /// tenant touches now, when its phase changed within the window (the window's
+    /// average still holds the old phase for a window).
+    #[serde(default)]
+    pub recent_bytes: Option<u64>,
     /// Memory touched at any time within the window, from samples followed through a
     /// whole window (`None` until one has been). `active_bytes` is the memory touched
     /// per interval, averaged over the window: the two agree for memory reused every

@@ -118,6 +118,24 @@ impl ProcFs {
         Ok(self.stat_fields(pid)?.first().and_then(|s| s.chars().next()).unwrap_or('?'))
     }
 
+    /// Whether a thread of the process is waiting in the kernel, uninterruptibly
+    /// (state `D`: on a page from the tier, on reclaim at its memory limit, on a
+    /// write to finish), as opposed to sleeping until it has work (`S`).
+    pub fn waits_in_kernel(&self, pid: u32) -> Result<bool, PathError> {
+        let dir = self.pid_file(pid, "task");
+        let tasks = std::fs::read_dir(&dir).map_err(|e| PathError::new(&dir, e))?;
+        for task in tasks.flatten() {
+            let stat = task.path().join("stat");
+            // A thread that exits meanwhile is no longer waiting.
+            let Ok(text) = std::fs::read_to_string(&stat) else { continue };
+            let after = text.rfind(')').map_or(text.as_str(), |i| &text[i + 1..]);
+            if after.split_whitespace().next() == Some("D") {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     pub fn cmdline(&self, pid: u32) -> Result<Vec<String>, PathError> {
         let raw = std::fs::read(self.pid_file(pid, "cmdline"))
             .map_err(|e| PathError::new(&self.pid_file(pid, "cmdline"), e))?;
@@ -353,6 +371,23 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         assert_eq!(p.cpu_ticks(42).unwrap(), 180);
         assert_eq!(p.state(42).unwrap(), 'S');
         assert_eq!(p.mem_total().unwrap(), 24576000 * 1024);
+    }
+
+    #[test]
+    fn tells_a_process_waiting_in_the_kernel_from_one_sleeping() {
+        let t = fixture();
+        let task = |tid: u32, state: &str| {
+            let d = t.path().join(format!("42/task/{tid}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("stat"), format!("{tid} (a (b) c) {state} 1 42 42 0 -1 0 0 0 0 0 0 0\n")).unwrap();
+        };
+        task(42, "S");
+        task(43, "R");
+        let p = ProcFs::new(t.path());
+        assert!(!p.waits_in_kernel(42).unwrap(), "sleeping and running threads");
+        task(44, "D");
+        assert!(p.waits_in_kernel(42).unwrap(), "one thread waits on the kernel");
+        assert!(p.waits_in_kernel(7).is_err(), "no such process");
     }
 
     #[test]

@@ -473,7 +473,8 @@ impl Engine {
             }
             t.watch = Some((now, stats.major_faults));
             let ticks: u64 = t.procs.iter().map(|p| self.proc.cpu_ticks(p.pid()).unwrap_or(0)).sum();
-            if t.pace.step(secs, ticks as f64 / hz, faulting, window) {
+            let stalled = t.procs.iter().any(|p| self.proc.waits_in_kernel(p.pid()).unwrap_or(false));
+            if t.pace.step(secs, ticks as f64 / hz, faulting, stalled, window) {
                 changed = true;
                 if t.pace.rest_since.is_none() {
                     t.laid_out.clear();
@@ -592,117 +593,152 @@ impl Engine {
             self.note_kinds = kinds;
         }
         self.notes = plan.notes.clone();
+        let now = now_secs();
+        // A tenant waking up goes first, with as much of its prefetch as the DRAM no
+        // tenant holds takes: the neighbours' cuts (their demotions, then limits the
+        // kernel reclaims down to, waiting on the writes) took 1.5 s in the wake-up
+        // scenario while 780 MiB of the budget lay free. Its quota may take the
+        // group's limits past the budget meanwhile; the group limit still holds.
+        let held: u64 = self.tenants.values().filter(|t| t.is_running()).map(|t| t.measure.dram).sum();
+        let mut free = plan.group_limit.unwrap_or(self.cfg.dram_budget).saturating_sub(held);
+        let mut went_first = Vec::new();
+        for tp in plan.tenants.iter().filter(|tp| tp.woke) {
+            let mut head = tierd_core::plan::TenantPlan::quota_only(tp.name.clone(), tp.quota, tp.reason.clone());
+            head.woke = true;
+            for r in &tp.prefetch {
+                if r.len > free {
+                    break;
+                }
+                free -= r.len;
+                head.prefetch.push(*r);
+            }
+            self.apply(&head, now, "ahead of its neighbours' cuts");
+            went_first.push(tp.name.clone());
+        }
         let mut order: Vec<&tierd_core::plan::TenantPlan> = plan.tenants.iter().collect();
         order.sort_by_key(|p| {
             p.quota.unwrap_or(u64::MAX) as i128
                 - self.tenants.get(&p.name).and_then(|t| t.quota).unwrap_or(u64::MAX) as i128
         });
-        let now = now_secs();
         for tp in order {
-            let rel = self.tenant_rel(&tp.name);
-            let Some(t) = self.tenants.get_mut(&tp.name) else { continue };
-            if !t.is_running() {
-                continue;
+            if went_first.contains(&tp.name) {
+                // Its quota is set; the rest of its prefetch, now that the others are cut.
+                let mut rest = tp.clone();
+                rest.woke = false;
+                self.apply(&rest, now, "");
+            } else {
+                self.apply(tp, now, "");
             }
-            let changed = match (t.quota, tp.quota) {
-                (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
-                (a, b) => a != b,
-            };
-            // A falling quota's demotions go first, so the regions the plan chose
-            // reach the tier whole before the kernel reclaims page by page at the cut.
-            let falling = changed && tp.quota.is_some_and(|b| t.quota.is_none_or(|a| b < a));
-            let early = falling.then(|| self.moves(tp));
-            let Some(t) = self.tenants.get_mut(&tp.name) else { continue };
-            if changed {
-                let (set, secs) = mover::timed(|| self.cg.set_limit(&rel, tp.quota));
-                warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
-                    format!("setting quota {}", show_quota(tp.quota))
-                });
-                match set {
-                    Ok(()) => {
-                        // Estimates wobble: every change is applied, but only a change of
-                        // 5% or more is worth a line in the decision log.
-                        let notable = match (t.quota, tp.quota) {
-                            (Some(a), Some(b)) => a.abs_diff(b) as f64 >= 0.05 * a.max(b) as f64,
-                            _ => true,
-                        };
-                        let msg = format!("quota {} → {}: {}", show_quota(t.quota), show_quota(tp.quota), tp.reason);
-                        t.quota = tp.quota;
-                        t.reason = tp.reason.clone();
-                        if notable {
+        }
+    }
+
+    /// Carries out one tenant's plan: its quota (a falling one after its demotions, so
+    /// the regions the plan chose reach the tier whole before the kernel reclaims
+    /// page by page at the cut), then its page moves; logs what it did, with `note`.
+    fn apply(&mut self, tp: &tierd_core::plan::TenantPlan, now: f64, note: &str) {
+        let rel = self.tenant_rel(&tp.name);
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return };
+        if !t.is_running() {
+            return;
+        }
+        let changed = match (t.quota, tp.quota) {
+            (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
+            (a, b) => a != b,
+        };
+        // A falling quota's demotions go first, so the regions the plan chose
+        // reach the tier whole before the kernel reclaims page by page at the cut.
+        let falling = changed && tp.quota.is_some_and(|b| t.quota.is_none_or(|a| b < a));
+        let early = falling.then(|| self.moves(tp));
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return };
+        if changed {
+            let (set, secs) = mover::timed(|| self.cg.set_limit(&rel, tp.quota));
+            warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
+                format!("setting quota {}", show_quota(tp.quota))
+            });
+            match set {
+                Ok(()) => {
+                    // Estimates wobble: every change is applied, but only a change of
+                    // 5% or more is worth a line in the decision log.
+                    let notable = match (t.quota, tp.quota) {
+                        (Some(a), Some(b)) => a.abs_diff(b) as f64 >= 0.05 * a.max(b) as f64,
+                        _ => true,
+                    };
+                    let msg = format!("quota {} → {}: {}", show_quota(t.quota), show_quota(tp.quota), tp.reason);
+                    t.quota = tp.quota;
+                    t.reason = tp.reason.clone();
+                    if notable {
+                        t.decide(now, msg.clone());
+                        self.events.decision(Some(tp.name.as_str()), msg);
+                    }
+                }
+                // A cut the kernel could not reclaim all the way down to (v1): it
+                // freed what it could. Hold the tenant there so it does not grow
+                // back; the next pass cuts again. (Logged as a warning, this came
+                // at nearly every login-storm tenant's rest.)
+                Err(e) if falling && e.is_busy() => {
+                    let partway = self
+                        .cg
+                        .stats(&rel)
+                        .ok()
+                        .map(|s| (s.usage + QUOTA_SLACK).next_multiple_of(4096))
+                        .filter(|&p| t.quota.is_none_or(|q| p + QUOTA_SLACK < q));
+                    match partway.map(|p| (p, self.cg.set_limit(&rel, Some(p)))) {
+                        Some((p, Ok(()))) => {
+                            let msg = format!(
+                                "quota {} → {} on its way to {}, as far as the kernel could reclaim for now: {}",
+                                show_quota(t.quota),
+                                human(p),
+                                show_quota(tp.quota),
+                                tp.reason
+                            );
+                            t.quota = Some(p);
+                            t.reason = tp.reason.clone();
                             t.decide(now, msg.clone());
                             self.events.decision(Some(tp.name.as_str()), msg);
                         }
-                    }
-                    // A cut the kernel could not reclaim all the way down to (v1): it
-                    // freed what it could. Hold the tenant there so it does not grow
-                    // back; the next pass cuts again. (Logged as a warning, this came
-                    // at nearly every login-storm tenant's rest.)
-                    Err(e) if falling && e.is_busy() => {
-                        let partway = self
-                            .cg
-                            .stats(&rel)
-                            .ok()
-                            .map(|s| (s.usage + QUOTA_SLACK).next_multiple_of(4096))
-                            .filter(|&p| t.quota.is_none_or(|q| p + QUOTA_SLACK < q));
-                        match partway.map(|p| (p, self.cg.set_limit(&rel, Some(p)))) {
-                            Some((p, Ok(()))) => {
-                                let msg = format!(
-                                    "quota {} → {} on its way to {}, as far as the kernel could reclaim for now: {}",
-                                    show_quota(t.quota),
-                                    human(p),
-                                    show_quota(tp.quota),
-                                    tp.reason
-                                );
-                                t.quota = Some(p);
-                                t.reason = tp.reason.clone();
-                                t.decide(now, msg.clone());
-                                self.events.decision(Some(tp.name.as_str()), msg);
-                            }
-                            _ => self.events.info(
-                                Some(tp.name.as_str()),
-                                format!(
-                                    "quota cut to {} waits: the kernel could not reclaim yet ({e})",
-                                    show_quota(tp.quota)
-                                ),
+                        _ => self.events.info(
+                            Some(tp.name.as_str()),
+                            format!(
+                                "quota cut to {} waits: the kernel could not reclaim yet ({e})",
+                                show_quota(tp.quota)
                             ),
-                        }
-                    }
-                    Err(e) => {
-                        t.count_error("cgroup limit");
-                        self.events
-                            .warn(Some(tp.name.as_str()), format!("cannot set quota {}: {e}", show_quota(tp.quota)));
+                        ),
                     }
                 }
-            } else {
-                t.reason = tp.reason.clone();
+                Err(e) => {
+                    t.count_error("cgroup limit");
+                    self.events.warn(Some(tp.name.as_str()), format!("cannot set quota {}: {e}", show_quota(tp.quota)));
+                }
             }
-            if tp.woke {
-                t.woke_at = Some(now);
-            }
-            let (demoted, prefetched, collapsed) = match early {
-                Some(m) => m,
-                None => self.moves(tp),
-            };
-            let t = self.tenants.get_mut(&tp.name).expect("checked above");
-            let mut did = Vec::new();
-            if tp.woke {
-                did.push("woke up".to_string());
-            }
-            if prefetched > 0 {
-                did.push(format!("prefetched {}", human(prefetched)));
-            }
-            if demoted > 0 {
-                did.push(format!("demoted {} in {} cold regions", human(demoted), tp.demote.len()));
-            }
-            if collapsed > 0 {
-                did.push(format!("rebuilt {} regions as huge pages", collapsed));
-            }
-            if !did.is_empty() {
-                let msg = format!("{}: {}", did.join(", "), tp.reason);
-                t.decide(now, msg.clone());
-                self.events.decision(Some(tp.name.as_str()), msg);
-            }
+        } else {
+            t.reason = tp.reason.clone();
+        }
+        if tp.woke {
+            t.woke_at = Some(now);
+        }
+        let (demoted, prefetched, collapsed) = match early {
+            Some(m) => m,
+            None => self.moves(tp),
+        };
+        let t = self.tenants.get_mut(&tp.name).expect("checked above");
+        let mut did = Vec::new();
+        if tp.woke {
+            did.push("woke up".to_string());
+        }
+        if prefetched > 0 {
+            let note = if note.is_empty() { String::new() } else { format!(" {note}") };
+            did.push(format!("prefetched {}{note}", human(prefetched)));
+        }
+        if demoted > 0 {
+            did.push(format!("demoted {} in {} cold regions", human(demoted), tp.demote.len()));
+        }
+        if collapsed > 0 {
+            did.push(format!("rebuilt {} regions as huge pages", collapsed));
+        }
+        if !did.is_empty() {
+            let msg = format!("{}: {}", did.join(", "), tp.reason);
+            t.decide(now, msg.clone());
+            self.events.decision(Some(tp.name.as_str()), msg);
         }
     }
 

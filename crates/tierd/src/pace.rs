@@ -6,6 +6,9 @@
 //! a neighbour that had just logged in thrashed beside it. CPU time answers within a
 //! second: a tenant whose processes stopped using the CPU, and that is not reading from
 //! the tier (a thrashing tenant waits on the tier and uses little CPU too), is at rest.
+//! Nor is one whose threads wait in the kernel (state `D`) when it is read: a Redis
+//! tenant stalled half a second on reclaim at its quota, with a busy tier, used no
+//! CPU and read few pages, was taken for at rest, and its working set went to the tier.
 
 /// Shortest step between two readings (the daemon reads every 0.5 s). CPU times
 /// count in clock ticks (10 ms): over half a second that tells a tenant at a tenth of
@@ -66,9 +69,9 @@ const FAULTING_READINGS: u32 = 6;
 
 impl CpuPace {
     /// Takes a reading: `cpu_secs` used so far by its processes at time `now`, and
-    /// whether it read from the tier lately. Returns true when it has just come to
-    /// rest or its rest has just ended.
-    pub fn step(&mut self, now: f64, cpu_secs: f64, faulting: bool, window_secs: f64) -> bool {
+    /// whether it read from the tier lately or waits in the kernel now (`stalled`).
+    /// Returns true when it has just come to rest or its rest has just ended.
+    pub fn step(&mut self, now: f64, cpu_secs: f64, faulting: bool, stalled: bool, window_secs: f64) -> bool {
         self.faulting_readings = if faulting { self.faulting_readings + 1 } else { 0 };
         let mut changed = false;
         if self.rest_since.is_some() {
@@ -97,7 +100,7 @@ impl CpuPace {
         self.last = Some((now, cpu_secs));
         // A process that exits takes its CPU time with it: never a negative rate.
         self.cores = (cpu_secs - before).max(0.0) / dt;
-        let resting = self.usual >= MIN_BUSY_CORES && self.cores < REST_SHARE * self.usual && !faulting;
+        let resting = self.usual >= MIN_BUSY_CORES && self.cores < REST_SHARE * self.usual && !faulting && !stalled;
         match self.rest_since {
             Some(_) if self.cores >= (RUN_SHARE * self.usual).max(MIN_BUSY_CORES) => {
                 self.rest_since = None;
@@ -145,7 +148,7 @@ mod tests {
         for _ in 0..secs {
             *t += 1.0;
             *cpu += cores;
-            came |= p.step(*t, *cpu, faulting, 30.0);
+            came |= p.step(*t, *cpu, faulting, false, 30.0);
         }
         came
     }
@@ -153,7 +156,7 @@ mod tests {
     #[test]
     fn a_busy_tenant_that_stops_is_at_rest_within_two_seconds_and_runs_again_when_it_starts() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, 30.0);
+        p.step(t, cpu, false, false, 30.0);
         assert!(!run(&mut p, &mut t, &mut cpu, 40, 0.9, false), "busy: {p:?}");
         assert!(p.usual > 0.6, "{p:?}");
         assert!(run(&mut p, &mut t, &mut cpu, 2, 0.0, false), "stopped: {p:?}");
@@ -171,7 +174,7 @@ mod tests {
     #[test]
     fn a_thrashing_tenant_waits_on_the_tier_and_is_not_at_rest() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, 30.0);
+        p.step(t, cpu, false, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 40, 0.9, false);
         assert!(!run(&mut p, &mut t, &mut cpu, 10, 0.02, true), "{p:?}");
         assert_eq!(p.rest_secs(t), None);
@@ -187,16 +190,33 @@ mod tests {
         // full steps.
         run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
         assert!(p.rest_secs(t).is_some());
-        assert!(!p.step(t + 0.5, cpu + 0.05, true, 30.0));
-        assert!(p.step(t + 0.7, cpu + 0.07, true, 30.0));
+        assert!(!p.step(t + 0.5, cpu + 0.05, true, false, 30.0));
+        assert!(p.step(t + 0.7, cpu + 0.07, true, false, 30.0));
         assert_eq!(p.rest_secs(t + 0.7), None);
         assert_eq!(p.since_rest_secs(t + 0.7), Some(0.0), "woke just now");
     }
 
     #[test]
+    fn a_tenant_stalled_in_the_kernel_is_not_at_rest() {
+        let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
+        p.step(t, cpu, false, false, 30.0);
+        run(&mut p, &mut t, &mut cpu, 40, 0.3, false);
+        // No CPU and no tier reads for a second, but its thread waits in the kernel.
+        for _ in 0..2 {
+            t += 0.5;
+            assert!(!p.step(t, cpu, false, true, 30.0), "{p:?}");
+        }
+        assert_eq!(p.rest_secs(t), None, "stalled, not at rest");
+        // Asleep in its own right: at rest at the next reading.
+        t += 0.5;
+        assert!(p.step(t, cpu, false, false, 30.0));
+        assert!(p.rest_secs(t).is_some());
+    }
+
+    #[test]
     fn a_stray_tick_does_not_end_a_rest_and_a_rest_that_resumes_keeps_when_it_began() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, 30.0);
+        p.step(t, cpu, false, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 40, 0.1, false);
         run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
         let began = p.rest_began;
@@ -217,7 +237,7 @@ mod tests {
     #[test]
     fn a_tenant_that_never_uses_much_cpu_is_left_to_sampling() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, 30.0);
+        p.step(t, cpu, false, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 60, 0.02, false);
         assert!(!run(&mut p, &mut t, &mut cpu, 10, 0.0, false), "{p:?}");
     }
@@ -225,12 +245,12 @@ mod tests {
     #[test]
     fn readings_closer_than_half_a_second_wait_and_exits_never_make_a_negative_rate() {
         let mut p = CpuPace::default();
-        p.step(0.0, 10.0, false, 30.0);
-        assert!(!p.step(0.3, 10.4, false, 30.0));
+        p.step(0.0, 10.0, false, false, 30.0);
+        assert!(!p.step(0.3, 10.4, false, false, 30.0));
         assert_eq!(p.cores, 0.0, "not read yet");
-        p.step(1.0, 10.8, false, 30.0);
+        p.step(1.0, 10.8, false, false, 30.0);
         assert!((p.cores - 0.8).abs() < 1e-9, "{p:?}");
-        p.step(2.0, 3.0, false, 30.0);
+        p.step(2.0, 3.0, false, false, 30.0);
         assert_eq!(p.cores, 0.0, "a process exited");
     }
 }

@@ -1,5 +1,5 @@
 //! Dividing DRAM among tenants: floors first, then demand by weight, then what each
-//! already holds, then spare by weight.
+//! already holds (its recent hot set, then the rest), then spare by weight.
 
 /// One tenant's claim on the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,6 +11,10 @@ pub struct Claim {
     /// What it holds now, kept (by weight) once every demand is met: DRAM nobody needs
     /// stays where it is rather than being taken only to be read back (0: nothing).
     pub keep: u64,
+    /// More of what it holds, kept (by weight) once every `keep` is met: quotas stay
+    /// put while nobody needs the DRAM, instead of swinging with the estimates behind
+    /// the spare's weights (0: nothing).
+    pub hold: u64,
     /// Never more than this (a limit, or the tenant's size).
     pub cap: u64,
     /// Weight when the budget is short (shares, or size for proportional quotas).
@@ -24,7 +28,7 @@ pub struct Claim {
 /// 1. Every claim gets its floor (scaled down if the floors alone exceed `total`).
 /// 2. What is left goes toward each claim's demand, by weight (water-filling: a claim
 ///    that is satisfied hands its unused part to the others).
-/// 3. Then toward what each holds ([`Claim::keep`]), by weight.
+/// 3. Then toward what each holds ([`Claim::keep`], then [`Claim::hold`]), by weight.
 /// 4. What is still left goes toward each cap, by spare weight, so no DRAM idles.
 ///
 /// No claim ever gets more than its cap, and the parts never sum to more than `total`.
@@ -44,6 +48,8 @@ pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
     left = fill(&mut parts, &demands, &weights, left);
     let keeps: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.keep.min(cap)).collect();
     left = fill(&mut parts, &keeps, &weights, left);
+    let holds: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.hold.min(cap)).collect();
+    left = fill(&mut parts, &holds, &weights, left);
     fill(&mut parts, &caps, &spare_weights, left);
     parts
 }
@@ -76,7 +82,7 @@ mod tests {
     use super::*;
 
     fn claim(floor: u64, demand: u64, cap: u64, weight: u64) -> Claim {
-        Claim { floor, demand, keep: 0, cap, weight, spare_weight: weight }
+        Claim { floor, demand, keep: 0, hold: 0, cap, weight, spare_weight: weight }
     }
 
     #[test]
@@ -95,6 +101,19 @@ mod tests {
         c.keep = 30;
         let parts = divide(70, &[a, c]);
         assert_eq!(parts, vec![40, 30]);
+    }
+
+    #[test]
+    fn a_recent_hot_set_is_kept_before_the_rest_of_what_is_held() {
+        // Both need 10; a holds 50 of recent hot set, b 50 of other memory. 80 leaves 60
+        // after the demands: a's hot set first, then b's holding, then nothing spare.
+        let mut a = claim(0, 10, 100, 1);
+        a.keep = 50;
+        let mut b = claim(0, 10, 100, 1);
+        b.hold = 50;
+        assert_eq!(divide(80, &[a, b]), vec![50, 30]);
+        // With room for both, each keeps what it holds and the spare is shared.
+        assert_eq!(divide(120, &[a, b]), vec![60, 60]);
     }
 
     #[test]

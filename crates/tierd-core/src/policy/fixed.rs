@@ -19,6 +19,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
                 floor: t.spec.reserve,
                 demand: t.size().max(MIN_QUOTA),
                 keep: 0,
+                hold: 0,
                 cap,
                 weight: t.size().max(MIN_QUOTA),
                 spare_weight: t.size().max(MIN_QUOTA),

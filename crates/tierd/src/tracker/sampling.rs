@@ -710,6 +710,8 @@ impl Tracker for SamplingTracker {
             ci_bytes: (1.96 * var.sqrt()) as u64,
             peak_bytes: self.peaks.iter().map(|p| p.1).max().unwrap_or(0).max(active),
             last_interval_bytes: self.history.back().map_or(0, |e| e.bytes.max(0.0) as u64),
+            recent_bytes: (k >= 2)
+                .then(|| self.history.iter().rev().take(2).map(|e| e.bytes.max(0.0) as u64).max().unwrap_or(0)),
             touched_in_window_bytes: self.last_observed.and_then(|now| self.touched_in_window(now)),
         })
     }
