@@ -136,6 +136,23 @@ impl Pidfd {
                 }
             } else {
                 res.bytes += n as u64;
+                // A short count: the kernel stopped at a range it could not advise (unmapped
+                // since we looked) and returned what it had done, with no error. Skip that
+                // range and go on with the ones behind it: a cut's demotion of 340 regions
+                // once moved 4 MiB and silently left the rest to the kernel's reclaim.
+                let mut done = n as u64;
+                if let Some(bad) = chunk.iter().position(|&(_, len)| {
+                    let whole = done >= len;
+                    done = done.saturating_sub(len);
+                    !whole
+                }) {
+                    res.errors += 1;
+                    let rest = self.advise(advice, &chunk[bad + 1..]);
+                    res.bytes += rest.bytes;
+                    res.calls += rest.calls;
+                    res.errors += rest.errors;
+                    res.last_errno = rest.last_errno.or(res.last_errno);
+                }
             }
         }
         res
@@ -182,6 +199,19 @@ mod tests {
         let r = me.advise(Advice::Cold, &[(page, page), (good, page)]);
         assert!(r.errors >= 1, "{r:?}");
         assert_eq!(r.bytes, page, "the good range still moved: {r:?}");
+    }
+
+    #[test]
+    fn a_bad_range_after_good_ones_does_not_drop_the_ranges_behind_it() {
+        // The kernel stops at the bad range and returns the bytes done so far, with no
+        // error: the ranges after it must still be advised.
+        let me = Pidfd::open(std::process::id()).unwrap();
+        let buf = vec![1u8; 1 << 20];
+        let page = 4096u64;
+        let good = (buf.as_ptr() as u64).div_ceil(page) * page;
+        let r = me.advise(Advice::Cold, &[(good, page), (page, page), (good + 2 * page, 2 * page)]);
+        assert!(r.errors >= 1, "{r:?}");
+        assert_eq!(r.bytes, 3 * page, "both good ranges moved: {r:?}");
     }
 
     #[test]
