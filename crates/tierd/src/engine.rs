@@ -682,11 +682,7 @@ impl Engine {
     /// Whether the plan lowers the tenant's quota (`None`: no such running tenant).
     fn falling(&self, tp: &TenantPlan) -> Option<bool> {
         let t = self.tenants.get(&tp.name).filter(|t| t.is_running())?;
-        let changed = match (t.quota, tp.quota) {
-            (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
-            (a, b) => a != b,
-        };
-        Some(changed && tp.quota.is_some_and(|b| t.quota.is_none_or(|a| b < a)))
+        Some(quota_change(t.quota, tp.quota).1)
     }
 
     /// Carries out one tenant's plan: its quota (a falling one after its demotions, so
@@ -700,13 +696,9 @@ impl Engine {
         if !t.is_running() {
             return;
         }
-        let changed = match (t.quota, tp.quota) {
-            (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
-            (a, b) => a != b,
-        };
         // A falling quota's demotions go first, so the regions the plan chose
         // reach the tier whole before the kernel reclaims page by page at the cut.
-        let falling = changed && tp.quota.is_some_and(|b| t.quota.is_none_or(|a| b < a));
+        let (changed, falling) = quota_change(t.quota, tp.quota);
         let (early, limit) = match cut {
             Some(c) => (Some(c.early), Some(c.limit)),
             None => (falling.then(|| self.moves(tp)), None),
@@ -1362,6 +1354,16 @@ impl Engine {
 struct Cut {
     early: (u64, u64, usize),
     limit: (Result<(), tierd_sys::cgroup::CgroupError>, f64),
+}
+
+/// Whether a quota moving from `now` to `planned` is a change worth writing, and
+/// whether it falls.
+fn quota_change(now: Option<u64>, planned: Option<u64>) -> (bool, bool) {
+    let changed = match (now, planned) {
+        (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
+        (a, b) => a != b,
+    };
+    (changed, changed && planned.is_some_and(|b| now.is_none_or(|a| b < a)))
 }
 
 /// The leading `ranges` that fit in `room` bytes, taken off it.
