@@ -34,7 +34,10 @@ impl RunInfo {
             memory_bytes: tierd_sys::procfs::ProcFs::new("/proc").mem_total().unwrap_or(0),
             command: std::env::args().collect::<Vec<_>>().join(" "),
             tierd_version: env!("CARGO_PKG_VERSION").to_string(),
-            commit: sh("git describe --always --dirty 2>/dev/null"),
+            // The commit built from; where the build saw none, the checkout run in.
+            commit: Some(env!("TIERD_BUILD_COMMIT"))
+                .filter(|c| !c.is_empty())
+                .map_or_else(|| sh("git describe --always --dirty 2>/dev/null"), str::to_string),
         }
     }
 
@@ -88,6 +91,17 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn a_run_names_the_commit_it_was_built_from_wherever_it_runs() {
+        // Built in a checkout, the commit is the build's, not the working directory's
+        // (a copy of the binaries runs anywhere).
+        if std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.git")).exists() {
+            let run = RunInfo::collect();
+            assert!(!run.commit.is_empty(), "{run:?}");
+            assert_eq!(run.commit, env!("TIERD_BUILD_COMMIT"));
+        }
     }
 
     #[test]
