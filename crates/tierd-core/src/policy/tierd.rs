@@ -140,15 +140,20 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     // login-storm the interval's lag kept a tenant that had just stopped at its full
     // quota for up to 12 s while a neighbour that had just logged in thrashed.
     let at_rest = t.at_rest_secs.is_some();
+    // Just after its rest ended, reading from the tier at all is a jump: what it read
+    // while at rest (tierd's own relayout reads count as the tenant's major faults)
+    // says nothing of what it needs now. Asked for four times its rate at rest, a
+    // tenant waking on a hard-disk-like tier (150 reads/s at most) was never seen
+    // waking and stayed at its rest quota for two minutes.
+    let rested = t.since_rest_secs.is_some_and(|s| s <= interval);
     let faulting = !at_rest
         && t.tier_faults_per_sec >= WAKE_MIN_FAULTS
-        && t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg;
+        && (rested || t.tier_faults_per_sec >= WAKE_JUMP * t.tier_faults_per_sec_avg);
     let jumped = a.last_interval_bytes >= 2 * a.active_bytes + WAKE_MIN_JUMP_BYTES;
     // An eighth, not a quarter: a busy tenant squeezed after a burst (a sweep) sits near
     // a quarter of that burst's peak and faults when squeezed; that is no wake-up.
     // Or it was at rest until moments ago: between intervals no samples are taken,
     // so the last interval cannot show the jump yet.
-    let rested = t.since_rest_secs.is_some_and(|s| s <= interval);
     let was_quiet = a.active_bytes < a.peak_bytes / 8 || rested;
     let waking = faulting && (jumped || was_quiet);
     // Held for a window after waking, and on (up to [`WAKE_HOLD_WINDOWS`]) while it still
@@ -800,8 +805,15 @@ mod tests {
         assert!(tp.woke, "{}", tp.reason);
         assert!(tp.quota.unwrap() >= 200 * MIB, "back to its peak: {}", tp.reason);
         a.since_rest_secs = Some(60.0);
-        let p = plan(&snap(GIB, vec![a, active(tenant("b", 512 * MIB), 200 * MIB)]));
+        let p = plan(&snap(GIB, vec![a.clone(), active(tenant("b", 512 * MIB), 200 * MIB)]));
         assert!(!p.tenant("a").unwrap().woke, "a rest long ago says nothing");
+        // On a hard-disk-like tier: 150 reads/s, against 60/s while at rest (tierd's
+        // own relayout reads count as the tenant's): still a wake-up, just after a rest.
+        a.tier_faults_per_sec = 150.0;
+        a.tier_faults_per_sec_avg = 60.0;
+        a.since_rest_secs = Some(1.0);
+        let p = plan(&snap(GIB, vec![a, active(tenant("b", 512 * MIB), 200 * MIB)]));
+        assert!(p.tenant("a").unwrap().woke, "{}", p.tenant("a").unwrap().reason);
     }
 
     #[test]
