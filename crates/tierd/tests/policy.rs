@@ -37,10 +37,13 @@ fn the_activeness_estimate_lands_within_15_percent_of_the_hot_set() {
     d.run_workload(
         "w",
         &["--size", "1G"],
-        &["--size", "1G", "--hot", "256M", "--duration", "70s", "--json", "--report", "5s"],
+        &["--size", "1G", "--hot", "256M", "--duration", "90s", "--json", "--report", "5s"],
     );
-    // Fill, then a full window of estimates.
-    std::thread::sleep(Duration::from_secs(30));
+    // Fill, the hot set's swapped-out part coming back, then a full window (16 s) of
+    // estimates. A fixed 30 s from the start read 199 MiB on a busy machine: the window
+    // still held the fill.
+    d.wait_filled("w", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(24));
     let mut readings = Vec::new();
     for _ in 0..5 {
         let t = d.tenant("w");
@@ -75,11 +78,12 @@ fn memory_touched_now_and_then_counts_in_full_within_the_window() {
     d.run_workload(
         "slow",
         &["--size", "256M"],
-        &["--size", "256M", "--hot", "64M", "--rate", "2900", "--duration", "80s", "--json", "--report", "5s"],
+        &["--size", "256M", "--hot", "64M", "--rate", "2900", "--duration", "90s", "--json", "--report", "5s"],
     );
     // Fill, the cold memory going to the tier, then a window more: read 36 s in, one
     // reading was 85 MiB, the estimate still holding the fill's window.
-    std::thread::sleep(Duration::from_secs(48));
+    d.wait_filled("slow", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(36));
     let mut readings = Vec::new();
     for _ in 0..4 {
         let s = d.status();

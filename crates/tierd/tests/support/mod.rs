@@ -201,6 +201,13 @@ impl Daemon {
         std::fs::read_to_string(self.state_dir().join("tenants").join(name).join("stdout")).unwrap_or_default()
     }
 
+    /// Waits until a `--json --report` workload has filled its memory: its first report
+    /// line comes one report period after the fill, which under a tight budget takes
+    /// seconds to tens of seconds depending on how busy the machine is.
+    pub fn wait_filled(&self, name: &str, timeout: Duration) {
+        wait_for(&format!("{name} to fill its memory"), timeout, || self.tenant_stdout(name).contains("\"phase\""));
+    }
+
     /// The workload's final summary line, once it has exited.
     pub fn summary(&self, name: &str) -> Value {
         let out = self.tenant_stdout(name);
