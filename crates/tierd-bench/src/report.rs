@@ -178,7 +178,7 @@ pub fn goals(r: &Results) -> Vec<Goal> {
 
 fn spread(m: &crate::suite::ModeResult) -> String {
     if m.reps > 1 {
-        format!("{:.3} ({:.2}–{:.2})", m.relative_throughput, m.relative_spread.min, m.relative_spread.max)
+        format!("{:.3} ({:.3}–{:.3})", m.relative_throughput, m.relative_spread.min, m.relative_spread.max)
     } else {
         format!("{:.3}", m.relative_throughput)
     }
@@ -486,7 +486,7 @@ mod tests {
         ]);
         write(&dir, &r).unwrap();
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-        assert!(md.contains("## active-sweep") && md.contains("0.970 (0.95–0.99)"), "{md}");
+        assert!(md.contains("## active-sweep") && md.contains("0.970 (0.950–0.990)"), "{md}");
         assert!(md.contains("![active-sweep](run-active-sweep.svg)"));
         assert_eq!(md.matches("## active-sweep").count(), 1, "one section, though a contention point is between: {md}");
         let svg = std::fs::read_to_string(dir.join("run-active-sweep.svg")).unwrap();
