@@ -176,6 +176,30 @@ pub fn goals(r: &Results) -> Vec<Goal> {
     out
 }
 
+/// Tenants that failed during a repetition: their throughput counted as zero from then
+/// on, which a reader must know before believing a mode's figure.
+fn failures(p: &PointResult) -> String {
+    let lines: Vec<String> = p
+        .modes
+        .iter()
+        .flat_map(|m| {
+            m.samples
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.failed.is_empty())
+                .map(move |(i, s)| format!("- {} repetition {}: {}\n", m.mode.name(), i + 1, s.failed.join("; ")))
+        })
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\nTenants that failed before the run was over (their throughput counts as zero from then on):\n\n{}",
+            lines.concat()
+        )
+    }
+}
+
 fn spread(m: &crate::suite::ModeResult) -> String {
     if m.reps > 1 {
         format!("{:.3} ({:.3}–{:.3})", m.relative_throughput, m.relative_spread.min, m.relative_spread.max)
@@ -267,6 +291,7 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
                     m.tracker_cpu_per_8gib.map_or("—".into(), |c| format!("{c:.2}%"))
                 );
             }
+            md += &failures(p);
             if sc == "wake-up" {
                 md += "\n| mode | back to 95% after (median) | each repetition |\n|---|---|---|\n";
                 for m in &p.modes {
@@ -518,6 +543,35 @@ mod tests {
         assert_eq!(md.matches("- 2026-01-01T00:00:00Z (0ld0000)").count(), 1, "{md}");
         assert_eq!(md.matches("; taken 2026-01-01T00:00:00Z (abc1234)").count(), 2, "{md}");
         assert_eq!(md.matches("; taken").count(), 3, "the latest run's point says nothing: {md}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_tenant_that_failed_during_a_repetition_is_named_under_its_point() {
+        let dir = std::env::temp_dir().join(format!("tierd-report-failed-{}", std::process::id()));
+        let sample = |failed: &[&str]| crate::suite::Sample {
+            throughput: 1.0,
+            p99_us: 1.0,
+            tenants: Vec::new(),
+            before: 0.0,
+            after: Vec::new(),
+            health: "green".into(),
+            tierd_cpu_percent: 0.1,
+            tracker_cpu_per_8gib: None,
+            failed: failed.iter().map(|f| f.to_string()).collect(),
+        };
+        let mut swap = mode_result(Mode::Swap, 0.5, &[]);
+        swap.samples = vec![sample(&[]), sample(&["sleepy: exit code 101"]), sample(&[])];
+        let mut dram = mode_result(Mode::Dram, 1.0, &[]);
+        dram.samples = vec![sample(&[]); 3];
+        let r = results(vec![pt("wake-up", "slow", vec![dram.clone(), swap]), pt("wake-up", "fast", vec![dram])]);
+        write(&dir, &r).unwrap();
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert_eq!(md.matches("Tenants that failed").count(), 1, "only the point with a failure: {md}");
+        assert!(md.contains("- swap repetition 2: sleepy: exit code 101\n"), "{md}");
+        // The failure survives a round trip through results.json (--report-only).
+        let json: Results = serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+        assert_eq!(json.results[0].modes[1].samples[1].failed, vec!["sleepy: exit code 101"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -161,6 +161,19 @@ pub struct Report {
 pub struct TenantRun {
     pub name: String,
     pub reports: Vec<Report>,
+    /// How the tenant ended, if it failed before the run was over (a crash, the OOM
+    /// killer): its throughput from then on counts as zero, and the report says why.
+    pub failed: Option<String>,
+}
+
+/// Words for a failed tenant's exit: 128 + N is signal N, as the shell and tierd say.
+pub fn how_it_ended(exit_code: Option<i32>) -> String {
+    match exit_code {
+        Some(137) => "killed by SIGKILL (as the OOM killer does)".into(),
+        Some(c) if c > 128 => format!("killed by signal {}", c - 128),
+        Some(c) => format!("exit code {c}"),
+        None => "ended, exit code unknown".into(),
+    }
 }
 
 impl TenantRun {
@@ -354,6 +367,12 @@ pub fn run(
     sleep(Duration::from_secs(left.saturating_sub(5)))?;
     let status = t.status().ok();
     let health = status.as_ref().map(|s| s.active_health.clone()).unwrap_or_default();
+    // Every tenant outlives this read; one that ended already, other than cleanly, failed.
+    let failed = |name: &str| {
+        let ts = status.as_ref()?.tenants.iter().find(|ts| ts.name == name)?;
+        (ts.state == "exited" && ts.exit_code != Some(0)).then(|| how_it_ended(ts.exit_code))
+    };
+    let failed: Vec<Option<String>> = tenants.iter().map(|d| failed(&d.name)).collect();
     let tracker_cpu_per_8gib = status.and_then(|s| {
         let secs = s.tracker_seconds();
         let tracked: u64 = s.tenants.iter().map(|t| t.size_bytes).sum();
@@ -365,12 +384,13 @@ pub fn run(
     let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
     let runs = tenants
         .iter()
-        .map(|d| {
+        .zip(failed)
+        .map(|(d, failed)| {
             let out = match d.app {
                 App::Workload => t.tenant_stdout(&d.name),
                 App::Redis { .. } | App::Postgres { .. } => t.client_stdout(&d.name),
             };
-            TenantRun { name: d.name.clone(), reports: parse_reports(&out) }
+            TenantRun { name: d.name.clone(), reports: parse_reports(&out), failed }
         })
         .collect();
     Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events, health, tracker_cpu_per_8gib })
@@ -392,12 +412,20 @@ mod tests {
 {\"t\":2.0,\"unix\":11.0,\"phase\":\"idle\",\"ops\":0,\"ops_per_sec\":0.0,\"p50_us\":0,\"p99_us\":0.0,\"p999_us\":0}\n\
 {\"t\":3.0,\"unix\":12.0,\"phase\":\"active\",\"ops\":1,\"ops_per_sec\":300.0,\"p50_us\":1,\"p99_us\":4.0,\"p999_us\":3}\n\
 {\"summary\":true}\n";
-        let r = TenantRun { name: "a".into(), reports: parse_reports(out) };
+        let r = TenantRun { name: "a".into(), reports: parse_reports(out), failed: None };
         assert_eq!(r.reports.len(), 3);
         assert_eq!(r.ops(0.0, 10.0), 200.0, "idle reports do not count");
         assert_eq!(r.p99(0.0, 10.0), 3.0);
         assert_eq!(r.ops(2.5, 10.0), 300.0);
         assert_eq!(r.ops(50.0, 60.0), 0.0);
+    }
+
+    #[test]
+    fn a_failed_tenant_is_said_to_have_crashed_or_been_killed() {
+        assert_eq!(how_it_ended(Some(101)), "exit code 101");
+        assert_eq!(how_it_ended(Some(137)), "killed by SIGKILL (as the OOM killer does)");
+        assert_eq!(how_it_ended(Some(143)), "killed by signal 15");
+        assert_eq!(how_it_ended(None), "ended, exit code unknown");
     }
 
     #[test]

@@ -354,6 +354,9 @@ pub struct Sample {
     pub tierd_cpu_percent: f64,
     #[serde(default)]
     pub tracker_cpu_per_8gib: Option<f64>,
+    /// Tenants that failed before the run was over, with how ("sleepy: exit code 101").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
 }
 
 /// Reads a point's figures off one run.
@@ -367,6 +370,7 @@ pub fn sample(p: &Point, r: &Run) -> Sample {
         health: r.health.clone(),
         tierd_cpu_percent: r.tierd_cpu_percent,
         tracker_cpu_per_8gib: r.tracker_cpu_per_8gib,
+        failed: r.tenants.iter().filter_map(|t| Some(format!("{}: {}", t.name, t.failed.as_ref()?))).collect(),
     };
     match &p.measure {
         Measure::Steady { from, to } => {
@@ -860,6 +864,7 @@ mod tests {
             health: "green".into(),
             tierd_cpu_percent: 1.0,
             tracker_cpu_per_8gib: Some(0.5),
+            failed: Vec::new(),
         }
     }
 

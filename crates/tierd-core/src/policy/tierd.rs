@@ -582,15 +582,20 @@ mod tests {
     use crate::snapshot::{Activeness, Region};
 
     fn active(mut t: TenantView, bytes: u64) -> TenantView {
-        t.activeness = Some(Activeness {
-            active_bytes: bytes,
+        t.activeness = Some(activeness(bytes, bytes, bytes));
+        t
+    }
+
+    /// An exact estimate (no confidence interval) without window-wide figures.
+    fn activeness(active_bytes: u64, peak_bytes: u64, last_interval_bytes: u64) -> Activeness {
+        Activeness {
+            active_bytes,
             ci_bytes: 0,
-            peak_bytes: bytes,
-            last_interval_bytes: bytes,
+            peak_bytes,
+            last_interval_bytes,
             touched_in_window_bytes: None,
             recent_bytes: None,
-        });
-        t
+        }
     }
 
     fn quota(p: &Plan, name: &str) -> u64 {
@@ -683,14 +688,7 @@ mod tests {
     #[test]
     fn a_waking_tenant_gets_its_peak_back_and_prefetches_its_hot_regions() {
         let mut a = tenant("a", GIB);
-        a.activeness = Some(Activeness {
-            active_bytes: 20 * MIB,
-            ci_bytes: MIB,
-            peak_bytes: 400 * MIB,
-            last_interval_bytes: 90 * MIB,
-            touched_in_window_bytes: None,
-            recent_bytes: None,
-        });
+        a.activeness = Some(Activeness { ci_bytes: MIB, ..activeness(20 * MIB, 400 * MIB, 90 * MIB) });
         a.dram = 40 * MIB;
         a.tier_faults_per_sec = 3000.0;
         a.tier_faults_per_sec_avg = 5.0;
@@ -721,25 +719,15 @@ mod tests {
         let neighbour = |name: &str| {
             let mut n = tenant(name, GIB);
             n.activeness = Some(Activeness {
-                active_bytes: 450 * MIB,
                 ci_bytes: 10 * MIB,
-                peak_bytes: 900 * MIB,
-                last_interval_bytes: 130 * MIB,
-                touched_in_window_bytes: None,
                 recent_bytes: Some(140 * MIB),
+                ..activeness(450 * MIB, 900 * MIB, 130 * MIB)
             });
             n.dram = 600 * MIB;
             n
         };
         let mut w = tenant("w", 1280 * MIB);
-        w.activeness = Some(Activeness {
-            active_bytes: 2 * MIB,
-            ci_bytes: 0,
-            peak_bytes: 300 * MIB,
-            last_interval_bytes: 60 * MIB,
-            touched_in_window_bytes: None,
-            recent_bytes: None,
-        });
+        w.activeness = Some(activeness(2 * MIB, 300 * MIB, 60 * MIB));
         w.dram = 16 * MIB;
         w.tier_faults_per_sec = 4500.0;
         w.tier_faults_per_sec_avg = 50.0;
@@ -769,14 +757,7 @@ mod tests {
         // Its hot pages are all on the tier, so the samples (of resident pages) barely
         // move; the fault rate says it woke.
         let mut a = tenant("a", GIB);
-        a.activeness = Some(Activeness {
-            active_bytes: 2 * MIB,
-            ci_bytes: 0,
-            peak_bytes: 200 * MIB,
-            last_interval_bytes: 8 * MIB,
-            touched_in_window_bytes: None,
-            recent_bytes: None,
-        });
+        a.activeness = Some(activeness(2 * MIB, 200 * MIB, 8 * MIB));
         a.dram = 40 * MIB;
         a.tier_faults_per_sec = 1300.0;
         a.tier_faults_per_sec_avg = 2.0;
@@ -936,14 +917,7 @@ mod tests {
     #[test]
     fn wake_up_prefetch_stops_at_need() {
         let mut a = tenant("a", GIB);
-        a.activeness = Some(Activeness {
-            active_bytes: 0,
-            ci_bytes: 0,
-            peak_bytes: 4 * MIB,
-            last_interval_bytes: 20 * MIB,
-            touched_in_window_bytes: None,
-            recent_bytes: None,
-        });
+        a.activeness = Some(activeness(0, 4 * MIB, 20 * MIB));
         a.tier_faults_per_sec = 500.0;
         a.dram = 0;
         // Touched a second apart over 100 s: only the last window's worth is what it
@@ -966,14 +940,7 @@ mod tests {
         // peak measured only 200 MiB; it idled 60 s; what it touched only when it
         // filled its memory (100 regions, 150 s ago) stays on the tier.
         let mut a = tenant("a", 2 * GIB);
-        a.activeness = Some(Activeness {
-            active_bytes: MIB,
-            ci_bytes: 0,
-            peak_bytes: 200 * MIB,
-            last_interval_bytes: 30 * MIB,
-            touched_in_window_bytes: None,
-            recent_bytes: None,
-        });
+        a.activeness = Some(activeness(MIB, 200 * MIB, 30 * MIB));
         a.tier_faults_per_sec = 800.0;
         a.tier_faults_per_sec_avg = 1.0;
         a.dram = 0;
