@@ -179,23 +179,17 @@ pub fn goals(r: &Results) -> Vec<Goal> {
 /// Tenants that failed during a repetition: their throughput counted as zero from then
 /// on, which a reader must know before believing a mode's figure.
 fn failures(p: &PointResult) -> String {
-    let lines: Vec<String> = p
-        .modes
-        .iter()
-        .flat_map(|m| {
-            m.samples
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| !s.failed.is_empty())
-                .map(move |(i, s)| format!("- {} repetition {}: {}\n", m.mode.name(), i + 1, s.failed.join("; ")))
-        })
-        .collect();
+    let mut lines = String::new();
+    for m in &p.modes {
+        for (i, s) in m.samples.iter().enumerate().filter(|(_, s)| !s.failed.is_empty()) {
+            let _ = writeln!(lines, "- {} repetition {}: {}", m.mode.name(), i + 1, s.failed.join("; "));
+        }
+    }
     if lines.is_empty() {
-        String::new()
+        lines
     } else {
         format!(
-            "\nTenants that failed before the run was over (their throughput counts as zero from then on):\n\n{}",
-            lines.concat()
+            "\nTenants that failed before the run was over (their throughput counts as zero from then on):\n\n{lines}"
         )
     }
 }

@@ -372,8 +372,7 @@ pub fn run(
         let ts = status.as_ref()?.tenants.iter().find(|ts| ts.name == name)?;
         (ts.state == "exited" && ts.exit_code != Some(0)).then(|| how_it_ended(ts.exit_code))
     };
-    let failed: Vec<Option<String>> = tenants.iter().map(|d| failed(&d.name)).collect();
-    let tracker_cpu_per_8gib = status.and_then(|s| {
+    let tracker_cpu_per_8gib = status.as_ref().and_then(|s| {
         let secs = s.tracker_seconds();
         let tracked: u64 = s.tenants.iter().map(|t| t.size_bytes).sum();
         (secs > 0.0 && tracked > 0)
@@ -384,13 +383,12 @@ pub fn run(
     let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
     let runs = tenants
         .iter()
-        .zip(failed)
-        .map(|(d, failed)| {
+        .map(|d| {
             let out = match d.app {
                 App::Workload => t.tenant_stdout(&d.name),
                 App::Redis { .. } | App::Postgres { .. } => t.client_stdout(&d.name),
             };
-            TenantRun { name: d.name.clone(), reports: parse_reports(&out), failed }
+            TenantRun { name: d.name.clone(), reports: parse_reports(&out), failed: failed(&d.name) }
         })
         .collect();
     Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events, health, tracker_cpu_per_8gib })
