@@ -78,6 +78,38 @@ pub fn sibling(name: &str) -> anyhow::Result<PathBuf> {
     }
 }
 
+const RUN_PARENT: &str = "/var/tmp";
+const RUN_PREFIX: &str = "tierd-bench-";
+const SLOW_PREFIX: &str = "tierd-bench-slow-";
+
+/// This process's cgroup directory in the v1 hierarchy of `controller`.
+fn own_cgroup(controller: &str) -> anyhow::Result<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")?
+        .lines()
+        .find_map(|l| l.split_once(&format!(":{controller}:")).map(|x| x.1.trim().to_string()))
+        .with_context(|| format!("no {controller} cgroup (v1) here"))?;
+    Ok(Path::new("/sys/fs/cgroup").join(controller).join(own.trim_start_matches('/')))
+}
+
+/// Releases what benchmark runs killed before their teardown left behind (their swap
+/// above all, and the blkio groups of their slow tiers): once, before the first tierd.
+fn sweep_killed_runs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(memory) = own_cgroup("memory") else { return };
+        for line in tierd::leftovers::sweep(Path::new(RUN_PARENT), RUN_PREFIX, &memory) {
+            eprintln!("tierd-bench: {line}");
+        }
+        if let Ok(blkio) = own_cgroup("blkio") {
+            for dir in tierd::leftovers::orphaned(&blkio, SLOW_PREFIX) {
+                if !tierd_sys::cgroup::remove_tree(&dir, Duration::from_secs(5)) {
+                    eprintln!("tierd-bench: blkio cgroup {} of a killed run is still busy; left", dir.display());
+                }
+            }
+        }
+    });
+}
+
 /// A tierd under benchmark.
 pub struct Tierd {
     pub dir: PathBuf,
@@ -94,12 +126,12 @@ pub struct Tierd {
 impl Tierd {
     /// Starts tierd with `args` (budget, policy, …) in a fresh directory under `/var/tmp`.
     pub fn start(args: &[String]) -> anyhow::Result<Tierd> {
-        let stamp =
-            format!("{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ fastrand::u64(..) as u128);
-        let dir = PathBuf::from(format!("/var/tmp/tierd-bench-{stamp}"));
+        sweep_killed_runs();
+        // Named for this process, so a later run can tell it was killed (see `leftovers`).
+        let cgroup_name = format!("{RUN_PREFIX}{}-{}", std::process::id(), fastrand::u64(..));
+        let dir = Path::new(RUN_PARENT).join(&cgroup_name);
         std::fs::create_dir_all(&dir)?;
         let socket = dir.join("tierd.sock");
-        let cgroup_name = format!("tierd-bench-{stamp}");
         let log = std::fs::File::create(dir.join("tierd.log"))?;
         let child = Command::new(sibling("tierd")?)
             .args(args)
@@ -255,30 +287,11 @@ impl Drop for Tierd {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let root = self.dir.to_string_lossy().to_string();
-        let loops: Vec<String> = std::fs::read_dir("/sys/block")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| {
-                std::fs::read_to_string(e.path().join("loop/backing_file")).is_ok_and(|b| b.trim().starts_with(&root))
-            })
-            .map(|e| format!("/dev/{}", e.file_name().to_string_lossy()))
-            .collect();
-        let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-        for line in swaps.lines().skip(1) {
-            let path = line.split_whitespace().next().unwrap_or("");
-            if path.starts_with(&root) || loops.iter().any(|l| l == path) {
-                let _ = Command::new("swapoff").arg(path).status();
-            }
+        for problem in tierd_sys::swap::release_under(Path::new("/proc"), Path::new("/sys"), &self.dir) {
+            eprintln!("tierd-bench: {problem}");
         }
-        for l in &loops {
-            let _ = Command::new("losetup").arg("-d").arg(l).status();
-        }
-        if let Ok(cg) = std::fs::read_to_string("/proc/self/cgroup")
-            && let Some(own) = cg.lines().find_map(|l| l.split_once(":memory:").map(|x| x.1))
-        {
-            let dir = Path::new("/sys/fs/cgroup/memory").join(own.trim_start_matches('/')).join(&self.cgroup_name);
+        if let Ok(own) = own_cgroup("memory") {
+            let dir = own.join(&self.cgroup_name);
             if !tierd_sys::cgroup::remove_tree(&dir, Duration::from_secs(30)) {
                 eprintln!("tierd-bench: cgroup {} is still busy after 30 s; left behind", dir.display());
             }
@@ -378,12 +391,8 @@ pub fn throttle_target(device: &Path) -> anyhow::Result<(u32, u32, String)> {
 impl SlowTier {
     pub fn new(device: &Path, th: Throttle) -> anyhow::Result<SlowTier> {
         let (major, minor, _) = throttle_target(device)?;
-        let own = std::fs::read_to_string("/proc/self/cgroup")?
-            .lines()
-            .find_map(|l| l.split_once(":blkio:").map(|x| x.1.trim().to_string()))
-            .context("no blkio cgroup (v1) here: a slow tier cannot be emulated")?;
-        let parent = Path::new("/sys/fs/cgroup/blkio").join(own.trim_start_matches('/'));
-        let dir = parent.join(format!("tierd-bench-slow-{}-{}", std::process::id(), fastrand::u32(..)));
+        let parent = own_cgroup("blkio").context("a slow tier cannot be emulated")?;
+        let dir = parent.join(format!("{SLOW_PREFIX}{}-{}", std::process::id(), fastrand::u32(..)));
         std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let g = SlowTier { dir, parent };
         std::fs::write(g.dir.join("blkio.throttle.read_iops_device"), format!("{major}:{minor} {}", th.read_iops))?;

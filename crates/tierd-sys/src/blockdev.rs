@@ -44,6 +44,15 @@ pub fn loop_detach(dev: &Path) -> Result<(), BlockError> {
 
 /// The loop devices whose backing file is `file` (from sysfs under `sys_root`).
 pub fn loops_backed_by(sys_root: &Path, file: &Path) -> Vec<PathBuf> {
+    loops_where(sys_root, |backing| backing == file)
+}
+
+/// The loop devices whose backing file lies under the directory `dir`.
+pub fn loops_under(sys_root: &Path, dir: &Path) -> Vec<PathBuf> {
+    loops_where(sys_root, |backing| backing.starts_with(dir))
+}
+
+fn loops_where(sys_root: &Path, backed: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(sys_root.join("block")) else { return Vec::new() };
     let mut out = Vec::new();
     for e in entries.flatten() {
@@ -52,7 +61,7 @@ pub fn loops_backed_by(sys_root: &Path, file: &Path) -> Vec<PathBuf> {
             continue;
         }
         if let Ok(backing) = std::fs::read_to_string(e.path().join("loop/backing_file"))
-            && Path::new(backing.trim()) == file
+            && backed(Path::new(backing.trim()))
         {
             out.push(PathBuf::from("/dev").join(&name));
         }
@@ -143,6 +152,11 @@ mod tests {
         std::fs::create_dir_all(t.path().join("block/vda")).unwrap();
         let found = loops_backed_by(t.path(), Path::new("/a/tier.swap"));
         assert_eq!(found, vec![PathBuf::from("/dev/loop0"), PathBuf::from("/dev/loop2")]);
+        // By directory: whole path components, so /ab is not under /a.
+        std::fs::create_dir_all(t.path().join("block/loop3/loop")).unwrap();
+        std::fs::write(t.path().join("block/loop3/loop/backing_file"), "/ab/tier.swap\n").unwrap();
+        assert_eq!(loops_under(t.path(), Path::new("/a")), found);
+        assert_eq!(loops_under(t.path(), Path::new("/b")), vec![PathBuf::from("/dev/loop1")]);
     }
 
     #[test]

@@ -70,6 +70,31 @@ pub fn find(proc_root: &Path, path: &Path) -> Result<Option<SwapArea>, PathError
     Ok(areas(proc_root)?.into_iter().find(|a| a.path == path))
 }
 
+/// Turns off every swap area on a file under `dir`, or on a loop device whose backing
+/// file is under `dir`, then detaches those loop devices: the teardown of tiers that
+/// lived in a test's or a benchmark's directory, also when the tierd that made them was
+/// killed before it could clean up. Returns what could not be released, one line each.
+pub fn release_under(proc_root: &Path, sys_root: &Path, dir: &Path) -> Vec<String> {
+    let loops = crate::blockdev::loops_under(sys_root, dir);
+    let mut problems = Vec::new();
+    match areas(proc_root) {
+        Ok(active) => {
+            for a in active.iter().filter(|a| a.path.starts_with(dir) || loops.contains(&a.path)) {
+                if let Err(e) = swapoff(&a.path) {
+                    problems.push(e.to_string());
+                }
+            }
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
+    for dev in &loops {
+        if let Err(e) = crate::blockdev::loop_detach(dev) {
+            problems.push(e.to_string());
+        }
+    }
+    problems
+}
+
 /// The priority one above every active swap area, so the tier is used first.
 pub fn priority_above_all(areas: &[SwapArea]) -> i32 {
     areas.iter().map(|a| a.priority).max().map_or(10, |p| (p + 1).max(10)).min(32767)

@@ -2,7 +2,9 @@
 //!
 //! The [`engine`] owns the state and runs the control loop (measure, plan, enforce);
 //! the [`tier`] module sets up tier 1; [`mover`] moves pages; [`server`] and [`api`]
-//! are the local API; [`http`] serves [`metrics`], the dashboard and the [`history`]. Policies live in `tierd-core`, kernel access in `tierd-sys`.
+//! are the local API; [`http`] serves [`metrics`], the dashboard and the [`history`];
+//! [`leftovers`] sweeps up after test and benchmark runs that were killed. Policies
+//! live in `tierd-core`, kernel access in `tierd-sys`.
 #![forbid(unsafe_code)]
 
 pub mod api;
@@ -11,6 +13,7 @@ pub mod events;
 pub mod guest;
 pub mod history;
 pub mod http;
+pub mod leftovers;
 pub mod metrics;
 pub mod mover;
 pub mod pace;

@@ -123,6 +123,61 @@ fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
     }
 }
 
+/// A test or benchmark killed by SIGKILL (a CI timeout, a session that ends) cannot
+/// tear down: its tier stays an active swap area. The next run sweeps it up.
+#[test]
+fn a_killed_runs_tier_and_cgroups_are_swept_up_by_the_next_run() {
+    let _g = serial();
+    // The run's owner: a process that has exited, as a killed test binary has.
+    let gone = {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        c.wait().unwrap();
+        c.id()
+    };
+    let name = format!("tierd-test-{gone}-killed");
+    let dir = std::path::Path::new("/var/tmp").join(&name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tierd = std::process::Command::new(tierd_bin())
+        .args(["--dram-budget", "128M", "--policy", "static"])
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .arg("--socket")
+        .arg(dir.join("tierd.sock"))
+        .arg("--cgroup-name")
+        .arg(&name)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed (and reaped) on every way out, so a failed wait does not leave it running.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let tierd = Killed(tierd);
+    let loops = || tierd_sys::blockdev::loops_under(std::path::Path::new("/sys"), &dir);
+    wait_for("the killed run's tier to be on", Duration::from_secs(60), || {
+        loops().iter().any(|l| swap_paths().contains(&l.to_string_lossy().to_string()))
+    });
+    let tier = loops();
+    let cgroup = own_memory_cgroup().join(&name);
+    wait_for("its cgroup", Duration::from_secs(10), || cgroup.exists());
+    drop(tierd); // SIGKILL: nothing is torn down.
+    assert!(swap_paths().contains(&tier[0].to_string_lossy().to_string()), "the killed run left its swap on");
+
+    let report = tierd::leftovers::sweep(std::path::Path::new("/var/tmp"), "tierd-test-", &own_memory_cgroup());
+    assert!(report.iter().any(|l| l.contains(&name) && l.contains("swept up")), "{report:?}");
+    for l in &tier {
+        assert!(!swap_paths().contains(&l.to_string_lossy().to_string()), "{} swapped off", l.display());
+    }
+    assert!(loops().is_empty(), "its loop device is detached");
+    assert!(!cgroup.exists(), "its cgroups are removed");
+    assert!(!dir.exists(), "its directory is deleted");
+}
+
 #[test]
 fn bad_inputs_get_clear_errors_and_change_nothing() {
     let _g = serial();

@@ -90,12 +90,14 @@ impl Daemon {
 
     /// Starts tierd with `args` plus the private paths, and waits for its API.
     pub fn start(args: &[&str]) -> Daemon {
-        let dir = tempfile::Builder::new().prefix("tierd-test-").tempdir_in("/var/tmp").unwrap();
+        sweep_killed_runs();
+        // Named for this process, so a later run can tell it was killed (see `leftovers`).
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{RUN_PREFIX}{}-", std::process::id()))
+            .tempdir_in("/var/tmp")
+            .unwrap();
         let socket = dir.path().join("tierd.sock");
-        let cgroup_name = format!(
-            "tierd-test-{}",
-            dir.path().file_name().unwrap().to_string_lossy().trim_start_matches("tierd-test-").replace('.', "")
-        );
+        let cgroup_name = dir.path().file_name().unwrap().to_string_lossy().to_string();
         let mut d = Daemon {
             dir,
             socket,
@@ -256,23 +258,28 @@ impl Daemon {
 
     /// Loop devices over files inside this test's directory.
     pub fn owned_loops(&self) -> Vec<String> {
-        let root = self.dir.path().to_string_lossy().to_string();
-        let mut loops = Vec::new();
-        if let Ok(entries) = std::fs::read_dir("/sys/block") {
-            for e in entries.flatten() {
-                if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file"))
-                    && b.trim().starts_with(&root)
-                {
-                    loops.push(format!("/dev/{}", e.file_name().to_string_lossy()));
-                }
-            }
-        }
-        loops
+        tierd_sys::blockdev::loops_under(Path::new("/sys"), self.dir.path())
+            .into_iter()
+            .map(|p| p.to_string_lossy().to_string())
+            .collect()
     }
 
     pub fn cgroup_dir(&self) -> PathBuf {
         own_memory_cgroup().join(&self.cgroup_name)
     }
+}
+
+const RUN_PREFIX: &str = "tierd-test-";
+
+/// Releases what test runs killed before their teardown left behind (their swap above
+/// all): once per test binary, before its first tierd.
+fn sweep_killed_runs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for line in tierd::leftovers::sweep(Path::new("/var/tmp"), RUN_PREFIX, &own_memory_cgroup()) {
+            eprintln!("test harness: {line}");
+        }
+    });
 }
 
 /// Sends a signal by PID (through the `kill` command, so tests need no unsafe).
@@ -296,11 +303,8 @@ impl Drop for Daemon {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        for path in self.owned_swaps() {
-            let _ = Command::new("swapoff").arg(&path).status();
-        }
-        for dev in self.owned_loops() {
-            let _ = Command::new("losetup").arg("-d").arg(&dev).status();
+        for problem in tierd_sys::swap::release_under(Path::new("/proc"), Path::new("/sys"), self.dir.path()) {
+            eprintln!("warning: {problem}");
         }
         let dir = self.cgroup_dir();
         if !tierd_sys::cgroup::remove_tree(&dir, Duration::from_secs(30)) {
