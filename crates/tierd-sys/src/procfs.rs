@@ -102,10 +102,15 @@ impl ProcFs {
         Ok(after.split_whitespace().map(str::to_string).collect())
     }
 
-    /// Major faults (pages read from swap or files) of the process so far.
+    /// Major faults (pages read from swap or files) the process's own threads took so
+    /// far, and its children it has reaped. A page another process reads in through
+    /// `/proc/PID/mem` counts as that reader's fault, not this process's.
     pub fn major_faults(&self, pid: u32) -> Result<u64, PathError> {
-        // Field 12 of stat; index 9 after the `(comm)` field and the state.
-        Ok(self.stat_fields(pid)?.get(9).and_then(|s| s.parse().ok()).unwrap_or(0))
+        // Fields 12 and 13 of stat (majflt, cmajflt); indices 9 and 10 after the
+        // `(comm)` field and the state.
+        let f = self.stat_fields(pid)?;
+        let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        Ok(n(9) + n(10))
     }
 
     /// Start time in clock ticks since boot: with the PID, names a process uniquely.
@@ -320,7 +325,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             p.join("stat"),
-            "42 (my prog) S 1 42 42 0 -1 4194560 1000 0 77 0 150 30 0 0 20 0 1 0 12345 0 0\n",
+            "42 (my prog) S 1 42 42 0 -1 4194560 1000 0 77 3 150 30 0 0 20 0 1 0 12345 0 0\n",
         )
         .unwrap();
         std::fs::write(
@@ -366,7 +371,7 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         let p = ProcFs::new(t.path());
         let m = p.memory(42).unwrap();
         assert_eq!(m, PidMemory { rss: 0, rss_anon: 100 << 20, swap: 2 << 20, locked: 8 << 10, hugetlb: 0 });
-        assert_eq!(p.major_faults(42).unwrap(), 77);
+        assert_eq!(p.major_faults(42).unwrap(), 80, "its own and its reaped children's");
         assert_eq!(p.start_time(42).unwrap(), 12345);
         assert_eq!(p.cpu_ticks(42).unwrap(), 180);
         assert_eq!(p.state(42).unwrap(), 'S');

@@ -192,6 +192,8 @@ pub struct TenantStatus {
     /// CPU time the tracker has spent on the tenant so far, seconds.
     #[serde(default)]
     pub tracker_seconds: f64,
+    /// Major faults its own threads took (pages read in by tierd's prefetch and
+    /// relayout are not counted: see `tenant::OwnFaults`).
     pub major_faults: u64,
     pub major_faults_per_sec: f64,
     /// Pages the tenant waited for from the tier, bytes per second (major faults x 4 KiB;

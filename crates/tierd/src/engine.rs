@@ -382,10 +382,12 @@ impl Engine {
             t.measure.tier = stats.swap.max(swapped);
             t.measure.huge = stats.anon_huge;
             t.measure.pinned = pinned;
-            t.measure.major_faults_total = stats.major_faults;
+            // The tenant's own faults, not its cgroup's: those count tierd's reads too.
+            let own_faults = t.read_own_faults(&self.proc);
+            t.measure.major_faults_total = own_faults;
             // Rates are per interval: only the control loop moves their baseline.
             if rates {
-                let faults = if prev.at.is_some() { stats.major_faults.saturating_sub(prev.major_faults) } else { 0 };
+                let faults = if prev.at.is_some() { own_faults.saturating_sub(prev.major_faults) } else { 0 };
                 t.measure.untracked_faults += faults;
                 (t.measure.major_faults_per_sec, t.measure.tier_write_bytes_per_sec) = match prev.at {
                     Some(at) if now > at => {
@@ -396,7 +398,7 @@ impl Engine {
                 };
                 t.measure.tier_at_rate = t.measure.tier;
                 t.measure.at = Some(now);
-                t.measure.major_faults = stats.major_faults;
+                t.measure.major_faults = own_faults;
                 t.fault_rates.push_back(t.measure.major_faults_per_sec);
                 let keep =
                     (self.cfg.tracker.window.as_secs_f64() / self.cfg.interval.as_secs_f64()).ceil() as usize + 1;
@@ -445,7 +447,7 @@ impl Engine {
 
     /// Between intervals: is any tenant suddenly faulting from the tier (waking up), or
     /// has one just come to rest (its CPU stopped) or ended its rest? Reads only each tenant's
-    /// `memory.stat` and its processes' CPU times, so the daemon can look every half
+    /// processes' fault counters and CPU times, so the daemon can look every half
     /// second and run the control loop at once instead of waiting out the interval.
     pub fn fault_watch(&mut self) -> bool {
         if self.cfg.policy != PolicyKind::Tierd {
@@ -459,20 +461,20 @@ impl Engine {
         let names: Vec<TenantName> =
             self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
         for name in names {
-            let Ok(stats) = self.cg.stats(&self.tenant_rel(&name)) else { continue };
             let t = self.tenants.get_mut(&name).expect("listed above");
+            let own_faults = t.read_own_faults(&self.proc);
             let mut faulting = false;
             if let Some((at, faults)) = t.watch
                 && now > at
             {
-                let rate = stats.major_faults.saturating_sub(faults) as f64 / (now - at).as_secs_f64();
+                let rate = own_faults.saturating_sub(faults) as f64 / (now - at).as_secs_f64();
                 let usual = t.fault_rates.iter().copied().sum::<f64>() / t.fault_rates.len().max(1) as f64;
                 if rate >= tierd_core::policy::WAKE_MIN_FAULTS * 2.0 && rate >= tierd_core::policy::WAKE_JUMP * usual {
                     changed = true;
                 }
                 faulting = rate >= tierd_core::policy::WAKE_MIN_FAULTS;
             }
-            t.watch = Some((now, stats.major_faults));
+            t.watch = Some((now, own_faults));
             let ticks: u64 = t.procs.iter().map(|p| self.proc.cpu_ticks(p.pid()).unwrap_or(0)).sum();
             let stalled = t.procs.iter().any(|p| self.proc.waits_in_kernel(p.pid()).unwrap_or(false));
             if t.pace.step(secs, ticks as f64 / hz, faulting, stalled, window) {

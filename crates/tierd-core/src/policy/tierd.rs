@@ -141,8 +141,8 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     // quota for up to 12 s while a neighbour that had just logged in thrashed.
     let at_rest = t.at_rest_secs.is_some();
     // Just after its rest ended, reading from the tier at all is a jump: what it read
-    // while at rest (tierd's own relayout reads count as the tenant's major faults)
-    // says nothing of what it needs now. Asked for four times its rate at rest, a
+    // before (busy and squeezed before its rest, or faulting a burst back at rest)
+    // says nothing of what it needs now. Asked for four times its average rate, a
     // tenant waking on a hard-disk-like tier (150 reads/s at most) was never seen
     // waking and stayed at its rest quota for two minutes.
     let rested = t.since_rest_secs.is_some_and(|s| s <= interval);
@@ -788,8 +788,9 @@ mod tests {
         a.since_rest_secs = Some(60.0);
         let p = plan(&snap(GIB, vec![a.clone(), active(tenant("b", 512 * MIB), 200 * MIB)]));
         assert!(!p.tenant("a").unwrap().woke, "a rest long ago says nothing");
-        // On a hard-disk-like tier: 150 reads/s, against 60/s while at rest (tierd's
-        // own relayout reads count as the tenant's): still a wake-up, just after a rest.
+        // On a hard-disk-like tier: 150 reads/s, against 60/s on average over a window
+        // that holds its busy, squeezed time before the rest: still a wake-up, just
+        // after a rest.
         a.tier_faults_per_sec = 150.0;
         a.tier_faults_per_sec_avg = 60.0;
         a.since_rest_secs = Some(1.0);
