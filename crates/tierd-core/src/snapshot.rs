@@ -66,7 +66,7 @@ pub struct Region {
     #[serde(default)]
     pub reused_secs: Option<f64>,
     /// Its pages on the tier lie in runs of slots: checked, or laid out so by tierd,
-    /// since the tenant's rest began (see `TenantPlan::relayout`).
+    /// since the tenant's last rest began (see `TenantPlan::relayout`).
     #[serde(default)]
     pub laid_out: bool,
     /// Samples from the region that did not come back since it was last touched: the

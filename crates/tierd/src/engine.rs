@@ -479,7 +479,10 @@ impl Engine {
             let stalled = t.procs.iter().any(|p| self.proc.waits_in_kernel(p.pid()).unwrap_or(false));
             if t.pace.step(secs, ticks as f64 / hz, faulting, stalled, window) {
                 changed = true;
-                if t.pace.rest_since.is_none() {
+                // A rest began: what lay in runs before may have been read back and
+                // written out scattered since. Kept when a rest ends: the wake-up's
+                // prefetch reads the regions in runs first.
+                if t.pace.rest_since.is_some() {
                     t.laid_out.clear();
                 }
             }

@@ -131,8 +131,9 @@ pub struct Tenant {
     /// When a task of it was last found waiting at its quota (see `Engine::release_waiters`).
     pub waited_at: Option<Instant>,
     /// Regions, by (pid, start), whose tier pages are known to lie in runs since its
-    /// rest began (checked or laid out by tierd; see `mover::relayout`). Cleared when
-    /// the rest ends: pages rewritten while it runs may be scattered again.
+    /// last rest began (checked or laid out by tierd; see `mover::relayout`). Cleared
+    /// when a rest begins (pages rewritten while it ran may be scattered again), not
+    /// when it ends: the wake-up's prefetch reads the regions in runs first.
     pub laid_out: std::collections::HashSet<(u32, u64)>,
     /// Regions laid out and regions `MADV_COLLAPSE` refused so far (see
     /// [`Tenant::relayout_refused`]).

@@ -347,11 +347,16 @@ fn relayout_regions(t: &TenantView, window: f64, demote: &[Range], budget: u64, 
 }
 
 /// Regions to prefetch for a waking tenant: those of its working set with pages on
-/// the tier, most recently reused first, up to `room` bytes. Memory it has not reused
-/// stays on the tier: read back, it would push out neighbours' hot sets for nothing.
+/// the tier, those laid out in runs first, then most recently reused first, up to
+/// `room` bytes. Memory it has not reused stays on the tier: read back, it would push
+/// out neighbours' hot sets for nothing. Runs first because they are cheap: on the
+/// hard-disk-like tier a region in runs comes back in a read or two, a scattered one
+/// in ~260 (it lay in 2-page runs), 1.7 s at 150 reads/s; in recency order a woken
+/// tenant's 53 scattered regions held back its 75 laid-out ones for minutes.
 fn prefetch_regions(t: &TenantView, window: f64, room: u64) -> Vec<Range> {
     let mut hot: Vec<&Region> = working_set(t, window).filter(|r| r.tier_bytes > 0).collect();
     sort_by_recent_reuse(&mut hot);
+    hot.sort_by_key(|r| !r.laid_out);
     let mut out = Vec::new();
     let mut total = 0;
     for r in hot {
@@ -925,7 +930,7 @@ mod tests {
         // was using when it went idle.
         let window = snap(GIB, Vec::new()).window_secs;
         a.regions = (0..100).map(|i| region(i * 2 * MIB, Some(i as f64), 0, 2 * MIB)).collect();
-        let p = plan(&snap(GIB, vec![a]));
+        let p = plan(&snap(GIB, vec![a.clone()]));
         let tp = p.tenant("a").unwrap();
         assert!(tp.woke);
         let bytes = tp.prefetch.len() as u64 * 2 * MIB;
@@ -933,6 +938,15 @@ mod tests {
         assert!(bytes <= need + 2 * MIB && bytes >= need - 2 * MIB, "prefetch {bytes} for need {need}");
         let newest: Vec<u64> = tp.prefetch.iter().map(|r| r.start).take(3).collect();
         assert_eq!(newest, vec![0, 2 * MIB, 4 * MIB], "most recently touched first");
+
+        // Regions known to lie in runs come back first (cheap reads), newest first
+        // among them; then the scattered ones, newest first.
+        for i in [5, 9] {
+            a.regions[i].laid_out = true;
+        }
+        let p = plan(&snap(GIB, vec![a]));
+        let order: Vec<u64> = p.tenant("a").unwrap().prefetch.iter().map(|r| r.start / (2 * MIB)).take(4).collect();
+        assert_eq!(order, vec![5, 9, 0, 1]);
     }
 
     #[test]
