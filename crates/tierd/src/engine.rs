@@ -625,13 +625,14 @@ impl Engine {
             head.prefetch = take_within(&tp.prefetch, &mut free);
             self.apply(&head, now, "ahead of its neighbours' cuts", None);
         }
-        // Then the neighbours' cuts: their demotions now, their limits written on
-        // threads of their own (one per neighbour) while the woken tenants' prefetch
-        // goes on as the cuts free DRAM under the group limit. A limit write waits
-        // until the kernel has reclaimed down to it (on v1, waiting on each batch's
-        // writes): one after the other and then the prefetch took 3.2 s in the wake-up
-        // scenario, against 1.2 s for the prefetch alone; with the writes on one thread
-        // beside the prefetch, two neighbours' cuts still took 1.5 s each in turn.
+        // Then the neighbours' cuts: their demotions now, their limits written on a
+        // thread of their own while the woken tenants' prefetch goes on as the cuts
+        // free DRAM under the group limit. A limit write waits until the kernel has
+        // reclaimed down to it (on v1, waiting on the writes): one after the other and
+        // then the prefetch took 3.2 s in the wake-up scenario, against 1.2 s for the
+        // prefetch alone. (A thread per neighbour was tried at a788620: two cuts side by
+        // side took 1.8–3.7 s, as long as one after the other; they share the CPUs and
+        // the tier.)
         let cuts: Vec<&TenantPlan> =
             order.iter().copied().filter(|tp| !tp.woke && self.falling(tp).is_some_and(|f| f)).collect();
         let mut early = Vec::new();
@@ -643,16 +644,7 @@ impl Engine {
         let deadline = Instant::now() + self.cfg.interval;
         let limits = std::thread::scope(|s| {
             let writes = s.spawn(move || {
-                std::thread::scope(|w| {
-                    let each: Vec<_> = jobs
-                        .iter()
-                        .map(|(rel, quota)| {
-                            let cg = &cg;
-                            w.spawn(move || mover::timed(|| cg.set_limit(rel, *quota)))
-                        })
-                        .collect();
-                    each.into_iter().map(|h| h.join().expect("a limit write panicked")).collect::<Vec<_>>()
-                })
+                jobs.iter().map(|(rel, quota)| mover::timed(|| cg.set_limit(rel, *quota))).collect::<Vec<_>>()
             });
             let mut left: Vec<(TenantName, Vec<Range>, u64)> =
                 woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
