@@ -102,15 +102,13 @@ impl ProcFs {
         Ok(after.split_whitespace().map(str::to_string).collect())
     }
 
-    /// Major faults (pages read from swap or files) the process's own threads took so
-    /// far, and its children it has reaped. A page another process reads in through
-    /// `/proc/PID/mem` counts as that reader's fault, not this process's.
-    pub fn major_faults(&self, pid: u32) -> Result<u64, PathError> {
-        // Fields 12 and 13 of stat (majflt, cmajflt); indices 9 and 10 after the
-        // `(comm)` field and the state.
+    /// The process's fault and CPU counters, from one read of `/proc/PID/stat`.
+    pub fn counters(&self, pid: u32) -> Result<Counters, PathError> {
+        // Fields 12, 13 (majflt, cmajflt) and 14, 15 (utime, stime) of stat: indices 9,
+        // 10, 11 and 12 after the `(comm)` field and the state.
         let f = self.stat_fields(pid)?;
         let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-        Ok(n(9) + n(10))
+        Ok(Counters { major_faults: n(9) + n(10), cpu_ticks: n(11) + n(12) })
     }
 
     /// Start time in clock ticks since boot: with the PID, names a process uniquely.
@@ -214,10 +212,19 @@ impl ProcFs {
 
     /// CPU time (user + system) of a process, in clock ticks.
     pub fn cpu_ticks(&self, pid: u32) -> Result<u64, PathError> {
-        let f = self.stat_fields(pid)?;
-        let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-        Ok(n(11) + n(12))
+        Ok(self.counters(pid)?.cpu_ticks)
     }
+}
+
+/// A process's counters from `/proc/PID/stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Major faults (pages read from swap or files) its own threads took so far, and
+    /// its children it has reaped. A page another process reads in through
+    /// `/proc/PID/mem` counts as that reader's fault, not this process's.
+    pub major_faults: u64,
+    /// CPU time (user + system), in clock ticks.
+    pub cpu_ticks: u64,
 }
 
 /// Counters of one block device from `/proc/diskstats`.
@@ -371,7 +378,7 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         let p = ProcFs::new(t.path());
         let m = p.memory(42).unwrap();
         assert_eq!(m, PidMemory { rss: 0, rss_anon: 100 << 20, swap: 2 << 20, locked: 8 << 10, hugetlb: 0 });
-        assert_eq!(p.major_faults(42).unwrap(), 80, "its own and its reaped children's");
+        assert_eq!(p.counters(42).unwrap().major_faults, 80, "its own and its reaped children's");
         assert_eq!(p.start_time(42).unwrap(), 12345);
         assert_eq!(p.cpu_ticks(42).unwrap(), 180);
         assert_eq!(p.state(42).unwrap(), 'S');

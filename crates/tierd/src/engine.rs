@@ -383,7 +383,7 @@ impl Engine {
             t.measure.huge = stats.anon_huge;
             t.measure.pinned = pinned;
             // The tenant's own faults, not its cgroup's: those count tierd's reads too.
-            let own_faults = t.read_own_faults(&self.proc);
+            let (own_faults, _) = t.read_counters(&self.proc);
             t.measure.major_faults_total = own_faults;
             // Rates are per interval: only the control loop moves their baseline.
             if rates {
@@ -462,7 +462,7 @@ impl Engine {
             self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
         for name in names {
             let t = self.tenants.get_mut(&name).expect("listed above");
-            let own_faults = t.read_own_faults(&self.proc);
+            let (own_faults, ticks) = t.read_counters(&self.proc);
             let mut faulting = false;
             if let Some((at, faults)) = t.watch
                 && now > at
@@ -475,7 +475,6 @@ impl Engine {
                 faulting = rate >= tierd_core::policy::WAKE_MIN_FAULTS;
             }
             t.watch = Some((now, own_faults));
-            let ticks: u64 = t.procs.iter().map(|p| self.proc.cpu_ticks(p.pid()).unwrap_or(0)).sum();
             let stalled = t.procs.iter().any(|p| self.proc.waits_in_kernel(p.pid()).unwrap_or(false));
             if t.pace.step(secs, ticks as f64 / hz, faulting, stalled, window) {
                 changed = true;

@@ -68,13 +68,12 @@ pub struct Decision {
 /// (`/proc/PID/stat`) as they come and go. Not its cgroup's `pgmajfault`: that also
 /// counts every page tierd itself reads in through `/proc/PID/mem` (prefetch, the
 /// relayout of a resting hot set), which the kernel charges to the owner of the memory
-/// but counts as a fault of the reading thread. A tenant at rest whose hot set tierd
-/// laid out read as 61 faults/s instead of ~2, and its wake-up on a slow tier never
-/// looked like a jump.
+/// but counts as a fault of the reading thread; tierd's own reads made it look busy
+/// and fed the tracker as touched pages.
 #[derive(Debug, Clone, Default)]
 pub struct OwnFaults {
     /// The count so far (it never goes down when a process exits).
-    pub total: u64,
+    total: u64,
     /// Each process's counter at the last reading.
     seen: HashMap<u32, u64>,
 }
@@ -181,11 +180,13 @@ impl Tenant {
         self.fault_rates.iter().take(n - 1).sum::<f64>() / (n - 1) as f64
     }
 
-    /// Reads the tenant's own major faults so far (see [`OwnFaults`]).
-    pub fn read_own_faults(&mut self, proc: &tierd_sys::procfs::ProcFs) -> u64 {
-        let readings: Vec<(u32, u64)> =
-            self.procs.iter().filter_map(|p| proc.major_faults(p.pid()).ok().map(|n| (p.pid(), n))).collect();
-        self.own_faults.update(readings)
+    /// Reads its processes' counters once: returns the tenant's own major faults so
+    /// far (see [`OwnFaults`]) and their CPU time now, in clock ticks.
+    pub fn read_counters(&mut self, proc: &tierd_sys::procfs::ProcFs) -> (u64, u64) {
+        let read: Vec<(u32, tierd_sys::procfs::Counters)> =
+            self.procs.iter().filter_map(|p| proc.counters(p.pid()).ok().map(|c| (p.pid(), c))).collect();
+        let ticks = read.iter().map(|(_, c)| c.cpu_ticks).sum();
+        (self.own_faults.update(read.iter().map(|(pid, c)| (*pid, c.major_faults))), ticks)
     }
 
     pub fn pids(&self) -> Vec<u32> {

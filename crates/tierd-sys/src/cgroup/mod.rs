@@ -36,7 +36,6 @@ pub struct MemoryStats {
     pub swap: u64,
     /// Swapped-out pages still in DRAM (the swap cache).
     pub swap_cached: u64,
-    pub major_faults: u64,
     pub limit: Option<u64>,
 }
 

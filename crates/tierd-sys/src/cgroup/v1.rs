@@ -104,7 +104,6 @@ impl MemoryController for V1 {
             anon_huge: get("rss_huge"),
             swap: get("swap"),
             swap_cached: get("swapcached"),
-            major_faults: get("pgmajfault"),
             limit: self.limit(&dir)?,
         })
     }
@@ -205,7 +204,6 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         assert_eq!(s.anon_huge, 2 << 20);
         assert_eq!(s.swap, 16384);
         assert_eq!(s.swap_cached, 4096);
-        assert_eq!(s.major_faults, 7);
         assert_eq!(s.file, 8192);
     }
 

@@ -80,7 +80,6 @@ impl MemoryController for V2 {
             anon_huge: get("anon_thp"),
             swap: read_u64(&dir.join("memory.swap.current")).ok().flatten().unwrap_or(0),
             swap_cached: get("swapcached"),
-            major_faults: get("pgmajfault"),
             limit: read_u64(&dir.join("memory.high"))?,
         })
     }
@@ -153,8 +152,8 @@ mod tests {
         let (_t, c) = tree(true);
         let s = c.stats("tierd/db").unwrap();
         assert_eq!(
-            (s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.major_faults, s.file),
-            (3000000, 2 << 20, 2 << 20, 16384, 4096, 7, 8192)
+            (s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.file),
+            (3000000, 2 << 20, 2 << 20, 16384, 4096, 8192)
         );
     }
 
