@@ -82,13 +82,14 @@ const RUN_PARENT: &str = "/var/tmp";
 const RUN_PREFIX: &str = "tierd-bench-";
 const SLOW_PREFIX: &str = "tierd-bench-slow-";
 
-/// This process's cgroup directory in the v1 hierarchy of `controller`.
-fn own_cgroup(controller: &str) -> anyhow::Result<PathBuf> {
+/// This process's cgroup directory in the v1 `blkio` hierarchy (slow tiers are blkio
+/// throttles; memory goes through [`tierd_sys::cgroup::own_memory_dir`]).
+fn own_blkio_cgroup() -> anyhow::Result<PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup")?
         .lines()
-        .find_map(|l| l.split_once(&format!(":{controller}:")).map(|x| x.1.trim().to_string()))
-        .with_context(|| format!("no {controller} cgroup (v1) here"))?;
-    Ok(Path::new("/sys/fs/cgroup").join(controller).join(own.trim_start_matches('/')))
+        .find_map(|l| l.split_once(":blkio:").map(|x| x.1.trim().to_string()))
+        .context("no blkio cgroup (v1) here")?;
+    Ok(Path::new("/sys/fs/cgroup/blkio").join(own.trim_start_matches('/')))
 }
 
 /// Releases what benchmark runs killed before their teardown left behind (their swap
@@ -96,11 +97,11 @@ fn own_cgroup(controller: &str) -> anyhow::Result<PathBuf> {
 fn sweep_killed_runs() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let Ok(memory) = own_cgroup("memory") else { return };
+        let Ok(memory) = tierd_sys::cgroup::own_memory_dir() else { return };
         for line in tierd::leftovers::sweep(Path::new(RUN_PARENT), RUN_PREFIX, &memory) {
             eprintln!("tierd-bench: {line}");
         }
-        if let Ok(blkio) = own_cgroup("blkio") {
+        if let Ok(blkio) = own_blkio_cgroup() {
             for dir in tierd::leftovers::orphaned(&blkio, SLOW_PREFIX) {
                 if !tierd_sys::cgroup::remove_tree(&dir, Duration::from_secs(5)) {
                     eprintln!("tierd-bench: blkio cgroup {} of a killed run is still busy; left", dir.display());
@@ -290,7 +291,7 @@ impl Drop for Tierd {
         for problem in tierd_sys::swap::release_under(Path::new("/proc"), Path::new("/sys"), &self.dir) {
             eprintln!("tierd-bench: {problem}");
         }
-        if let Ok(own) = own_cgroup("memory") {
+        if let Ok(own) = tierd_sys::cgroup::own_memory_dir() {
             let dir = own.join(&self.cgroup_name);
             if !tierd_sys::cgroup::remove_tree(&dir, Duration::from_secs(30)) {
                 eprintln!("tierd-bench: cgroup {} is still busy after 30 s; left behind", dir.display());
@@ -391,7 +392,7 @@ pub fn throttle_target(device: &Path) -> anyhow::Result<(u32, u32, String)> {
 impl SlowTier {
     pub fn new(device: &Path, th: Throttle) -> anyhow::Result<SlowTier> {
         let (major, minor, _) = throttle_target(device)?;
-        let parent = own_cgroup("blkio").context("a slow tier cannot be emulated")?;
+        let parent = own_blkio_cgroup().context("a slow tier cannot be emulated")?;
         let dir = parent.join(format!("{SLOW_PREFIX}{}-{}", std::process::id(), fastrand::u32(..)));
         std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let g = SlowTier { dir, parent };

@@ -226,6 +226,12 @@ pub fn detect(fs_root: &Path, proc: &ProcFs) -> Result<Box<dyn MemoryController>
     Ok(Box::new(V2::new(base, own)))
 }
 
+/// This process's own memory cgroup directory on this host (what [`detect`] finds as
+/// the base): for the harnesses that create and sweep cgroups beside a tierd.
+pub fn own_memory_dir() -> Result<PathBuf, CgroupError> {
+    Ok(detect(Path::new("/"), &ProcFs::new("/proc"))?.base().to_path_buf())
+}
+
 #[cfg(test)]
 pub(crate) mod fixture {
     use std::path::Path;

@@ -39,12 +39,7 @@ pub fn bench_bin() -> PathBuf {
 
 /// The memory cgroup directory this test process (and so tierd) runs in.
 pub fn own_memory_cgroup() -> PathBuf {
-    let text = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let path = text
-        .lines()
-        .find_map(|l| l.split(':').nth(2).filter(|_| l.split(':').nth(1) == Some("memory")))
-        .expect("a v1 memory cgroup");
-    Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'))
+    tierd_sys::cgroup::own_memory_dir().expect("a memory cgroup")
 }
 
 pub fn swap_paths() -> Vec<String> {
