@@ -121,10 +121,11 @@ impl ProcFs {
         Ok(self.stat_fields(pid)?.first().and_then(|s| s.chars().next()).unwrap_or('?'))
     }
 
-    /// Whether a thread of the process is waiting in the kernel, uninterruptibly
-    /// (state `D`: on a page from the tier, on reclaim at its memory limit, on a
-    /// write to finish), as opposed to sleeping until it has work (`S`).
-    pub fn waits_in_kernel(&self, pid: u32) -> Result<bool, PathError> {
+    /// Whether a thread of the process is not asleep: running or waiting for a CPU
+    /// (state `R`), or waiting in the kernel uninterruptibly (`D`: on a page from the
+    /// tier, on reclaim at its memory limit, on a write to finish), as opposed to
+    /// sleeping until it has work (`S`).
+    pub fn any_thread_busy(&self, pid: u32) -> Result<bool, PathError> {
         let dir = self.pid_file(pid, "task");
         let tasks = std::fs::read_dir(&dir).map_err(|e| PathError::new(&dir, e))?;
         for task in tasks.flatten() {
@@ -132,7 +133,7 @@ impl ProcFs {
             // A thread that exits meanwhile is no longer waiting.
             let Ok(text) = std::fs::read_to_string(&stat) else { continue };
             let after = text.rfind(')').map_or(text.as_str(), |i| &text[i + 1..]);
-            if after.split_whitespace().next() == Some("D") {
+            if matches!(after.split_whitespace().next(), Some("R" | "D")) {
                 return Ok(true);
             }
         }
@@ -386,7 +387,7 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
     }
 
     #[test]
-    fn tells_a_process_waiting_in_the_kernel_from_one_sleeping() {
+    fn tells_a_busy_process_from_one_sleeping() {
         let t = fixture();
         let task = |tid: u32, state: &str| {
             let d = t.path().join(format!("42/task/{tid}"));
@@ -394,12 +395,16 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
             std::fs::write(d.join("stat"), format!("{tid} (a (b) c) {state} 1 42 42 0 -1 0 0 0 0 0 0 0\n")).unwrap();
         };
         task(42, "S");
-        task(43, "R");
+        task(43, "S");
         let p = ProcFs::new(t.path());
-        assert!(!p.waits_in_kernel(42).unwrap(), "sleeping and running threads");
+        assert!(!p.any_thread_busy(42).unwrap(), "all threads asleep");
         task(44, "D");
-        assert!(p.waits_in_kernel(42).unwrap(), "one thread waits on the kernel");
-        assert!(p.waits_in_kernel(7).is_err(), "no such process");
+        assert!(p.any_thread_busy(42).unwrap(), "one thread waits on the kernel");
+        task(44, "R");
+        assert!(p.any_thread_busy(42).unwrap(), "one thread runs or waits for a CPU");
+        task(44, "I");
+        assert!(!p.any_thread_busy(42).unwrap(), "idle");
+        assert!(p.any_thread_busy(7).is_err(), "no such process");
     }
 
     #[test]

@@ -475,8 +475,8 @@ impl Engine {
                 faulting = rate >= tierd_core::policy::WAKE_MIN_FAULTS;
             }
             t.watch = Some((now, own_faults));
-            let stalled = t.procs.iter().any(|p| self.proc.waits_in_kernel(p.pid()).unwrap_or(false));
-            if t.pace.step(secs, ticks as f64 / hz, faulting, stalled, window) {
+            let busy = t.procs.iter().any(|p| self.proc.any_thread_busy(p.pid()).unwrap_or(false));
+            if t.pace.step(secs, ticks as f64 / hz, faulting, busy, window) {
                 changed = true;
                 // A rest began: what lay in runs before may have been read back and
                 // written out scattered since. Kept when a rest ends: the wake-up's
@@ -498,11 +498,16 @@ impl Engine {
             self.cfg.interval.as_secs_f64(),
         )
         .with_cpu_budget(self.cfg.tracker.cpu_budget);
+        // Last known: an interval with too few reads to time keeps the one before.
+        let read_secs = self.tier_view.read_latency_us.map(|us| us / 1e6);
         for (i, t) in self.tenants.values_mut().filter(|t| t.is_running()).enumerate() {
             let proc = self.proc.clone();
             let tracker = t
                 .tracker
                 .get_or_insert_with(|| Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)));
+            if let Some(secs) = read_secs {
+                tracker.tier_read_time(secs);
+            }
             tracker.observe(&t.procs, std::mem::take(&mut t.measure.untracked_faults), now);
         }
     }

@@ -6,9 +6,14 @@
 //! a neighbour that had just logged in thrashed beside it. CPU time answers within a
 //! second: a tenant whose processes stopped using the CPU, and that is not reading from
 //! the tier (a thrashing tenant waits on the tier and uses little CPU too), is at rest.
-//! Nor is one whose threads wait in the kernel (state `D`) when it is read: a Redis
-//! tenant stalled half a second on reclaim at its quota, with a busy tier, used no
-//! CPU and read few pages, was taken for at rest, and its working set went to the tier.
+//! Nor is one with a thread not asleep when it is read: waiting in the kernel (state
+//! `D`) — a Redis tenant stalled half a second on reclaim at its quota, with a busy
+//! tier, used no CPU and read few pages, was taken for at rest, and its working set
+//! went to the tier — or running and waiting for a CPU (`R`): on a hard-disk-like tier
+//! busy tenants wait on it for seconds, 20 faults a second each, and the reading that
+//! lands just as one wakes from a read sees it `R` with no CPU used; taken for at rest,
+//! busy tenants were cut to half and their hot sets demoted (overcommit-sweep/1.4x
+//! slow, 6 to 9 times a run).
 
 /// Shortest step between two readings (the daemon reads every 0.5 s). CPU times
 /// count in clock ticks (10 ms): over half a second that tells a tenant at a tenth of
@@ -69,9 +74,10 @@ const FAULTING_READINGS: u32 = 6;
 
 impl CpuPace {
     /// Takes a reading: `cpu_secs` used so far by its processes at time `now`, and
-    /// whether it read from the tier lately or waits in the kernel now (`stalled`).
+    /// whether it read from the tier lately, and whether a thread of it is not asleep
+    /// now (`busy`: running, waiting for a CPU or waiting in the kernel).
     /// Returns true when it has just come to rest or its rest has just ended.
-    pub fn step(&mut self, now: f64, cpu_secs: f64, faulting: bool, stalled: bool, window_secs: f64) -> bool {
+    pub fn step(&mut self, now: f64, cpu_secs: f64, faulting: bool, busy: bool, window_secs: f64) -> bool {
         self.faulting_readings = if faulting { self.faulting_readings + 1 } else { 0 };
         let mut changed = false;
         if self.rest_since.is_some() {
@@ -100,7 +106,7 @@ impl CpuPace {
         self.last = Some((now, cpu_secs));
         // A process that exits takes its CPU time with it: never a negative rate.
         self.cores = (cpu_secs - before).max(0.0) / dt;
-        let resting = self.usual >= MIN_BUSY_CORES && self.cores < REST_SHARE * self.usual && !faulting && !stalled;
+        let resting = self.usual >= MIN_BUSY_CORES && self.cores < REST_SHARE * self.usual && !faulting && !busy;
         match self.rest_since {
             Some(_) if self.cores >= (RUN_SHARE * self.usual).max(MIN_BUSY_CORES) => {
                 self.rest_since = None;
@@ -197,16 +203,17 @@ mod tests {
     }
 
     #[test]
-    fn a_tenant_stalled_in_the_kernel_is_not_at_rest() {
+    fn a_tenant_with_a_thread_not_asleep_is_not_at_rest() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
         p.step(t, cpu, false, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 40, 0.3, false);
-        // No CPU and no tier reads for a second, but its thread waits in the kernel.
+        // No CPU and no tier reads for a second, but its thread waits in the kernel
+        // or for a CPU.
         for _ in 0..2 {
             t += 0.5;
             assert!(!p.step(t, cpu, false, true, 30.0), "{p:?}");
         }
-        assert_eq!(p.rest_secs(t), None, "stalled, not at rest");
+        assert_eq!(p.rest_secs(t), None, "busy, not at rest");
         // Asleep in its own right: at rest at the next reading.
         t += 0.5;
         assert!(p.step(t, cpu, false, false, 30.0));
