@@ -44,4 +44,7 @@ pub trait Tracker: Send + std::fmt::Debug {
     /// that the tenant touched them.
     fn prefetched(&mut self, ranges: &[Range]);
     fn cost(&self) -> TrackerCost;
+    /// How long a read from the tier takes lately: a tracker whose probes cost tier
+    /// reads sizes them to it.
+    fn tier_read_time(&mut self, _secs: f64) {}
 }

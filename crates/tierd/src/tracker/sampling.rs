@@ -45,6 +45,17 @@ const CANARIES: usize = 2;
 /// How long the peak activeness is remembered (what a waking tenant gets back).
 const PEAK_HORIZON_SECS: f64 = 1800.0;
 
+/// Share of a tenant's time the refaults of its sampled pages may take when each is a
+/// read from the tier. A sampled page that came back from the tier before still has
+/// its swap slot, so `MADV_PAGEOUT` frees it at once and its next touch reads the tier:
+/// on a hard-disk-like tier (150 reads/s) the default sample's refaults kept four
+/// tenants waiting on the disk and they ran at 0.44 of dram, against 0.79 with 64
+/// pages an interval (overcommit-sweep/1.4x slow).
+const REFAULT_TIME_SHARE: f64 = 0.01;
+/// The fewest small pages sampled per interval however slow the tier: 8 clusters,
+/// a ±20% window estimate.
+const MIN_IO_PAGES: u32 = 32;
+
 /// Settings of a sampling tracker.
 #[derive(Debug, Clone, Copy)]
 pub struct SamplingConfig {
@@ -65,10 +76,13 @@ pub struct SamplingConfig {
 
 impl SamplingConfig {
     pub fn new(sample_pages: u32, window_secs: f64, interval_secs: f64) -> SamplingConfig {
+        let min_pages = (sample_pages / 4).max(64);
         SamplingConfig {
             sample_pages,
-            min_pages: (sample_pages / 4).max(64),
-            max_pages: sample_pages.saturating_mul(2).min(65536),
+            min_pages,
+            // Never under the floor: `--sample-pages 16` (allowed) made a range whose
+            // `clamp` panics.
+            max_pages: sample_pages.saturating_mul(2).clamp(min_pages, 65536),
             // 4-page runs: a sample lands in every region of a GiB every other interval,
             // at ~2x the per-page syscall cost of 16-page runs.
             cluster_pages: 4,
@@ -218,6 +232,8 @@ pub struct SamplingTracker {
     /// Regions tierd prefetched since the last observation: what became resident
     /// there was tierd's doing, not the tenant's touch.
     prefetched: HashSet<(u32, u64)>,
+    /// Seconds a read from the tier takes lately, when known.
+    tier_read_secs: Option<f64>,
 }
 
 impl SamplingTracker {
@@ -242,7 +258,19 @@ impl SamplingTracker {
             last_observed: None,
             batches: VecDeque::new(),
             prefetched: HashSet::new(),
+            tier_read_secs: None,
         }
+    }
+
+    /// The most small pages the tier's read time allows per interval (see
+    /// [`REFAULT_TIME_SHARE`]): the sampled pages that will come back, at the share that
+    /// came back over the window (all of them before any did), each a read.
+    fn io_budget_pages(&self) -> u32 {
+        let Some(read) = self.tier_read_secs.filter(|s| *s > 0.0) else { return u32::MAX };
+        let (back, sampled) = self.batches.iter().fold((0, 0), |(b, s), x| (b + x.returned, s + x.sampled));
+        let share = if sampled == 0 { 1.0 } else { (back as f64 / sampled as f64).max(0.05) };
+        let refaults = REFAULT_TIME_SHARE * self.cfg.interval_secs / read;
+        (refaults / share).clamp(MIN_IO_PAGES as f64, (u32::MAX - 1) as f64) as u32
     }
 
     /// `back` bytes of a small sample drawn at `drawn` came back.
@@ -429,7 +457,8 @@ impl SamplingTracker {
             cum.push(acc);
         }
         let cluster = self.cfg.cluster_pages as u64 * PAGE;
-        let clusters = (self.pages as u64 * PAGE).div_ceil(cluster).min(total.div_ceil(cluster)).max(1);
+        let pages = self.pages.min(self.io_budget_pages()) as u64;
+        let clusters = (pages * PAGE).div_ceil(cluster).min(total.div_ceil(cluster)).max(1);
         let mut picked: Vec<Sample> = Vec::with_capacity(clusters as usize);
         for _ in 0..clusters {
             let x = self.rng.u64(0..total);
@@ -643,7 +672,11 @@ impl Tracker for SamplingTracker {
             } else if rel < self.cfg.target_rel_ci / 2.5 {
                 self.pages = (self.pages as f64 / 1.25) as u32;
             }
-            self.pages = self.pages.clamp(self.cfg.min_pages, self.cfg.max_pages).min(self.budget_pages);
+            self.pages = self
+                .pages
+                .clamp(self.cfg.min_pages, self.cfg.max_pages)
+                .min(self.budget_pages)
+                .min(self.io_budget_pages());
         }
         while self.history.front().is_some_and(|e| now - e.at > window) {
             self.history.pop_front();
@@ -740,6 +773,10 @@ impl Tracker for SamplingTracker {
         self.cost
     }
 
+    fn tier_read_time(&mut self, secs: f64) {
+        self.tier_read_secs = Some(secs);
+    }
+
     fn prefetched(&mut self, ranges: &[Range]) {
         for r in ranges {
             let mut at = r.start & !(REGION - 1);
@@ -790,6 +827,32 @@ mod tests {
         assert_eq!(mapping_holding(&maps, 20 * REGION), None, "region starts before the mapping");
         assert_eq!(mapping_holding(&maps, 21 * REGION), Some(maps[2]));
         assert_eq!(mapping_holding(&[], 0), None);
+    }
+
+    #[test]
+    fn the_smallest_sample_setting_still_makes_a_range() {
+        for pages in [16, 31, 32, 1024, 65536] {
+            let cfg = SamplingConfig::new(pages, 30.0, 5.0);
+            assert!(cfg.min_pages <= cfg.max_pages, "{pages}: {cfg:?}");
+        }
+    }
+
+    #[test]
+    fn a_slow_tier_shrinks_the_sample_to_the_refaults_it_can_afford() {
+        let cfg = SamplingConfig::new(1024, 30.0, 5.0);
+        let mut t = SamplingTracker::new(cfg, ProcFs::new("/proc"), 1);
+        assert_eq!(t.io_budget_pages(), u32::MAX, "no tier read timed yet: no cap");
+        // A hard disk: 7 ms a read leaves 1% of 5 s for 7 refaults; before any sample
+        // came back, every sampled page counts as one.
+        t.tier_read_time(0.007);
+        assert_eq!(t.io_budget_pages(), MIN_IO_PAGES, "7 pages is under the floor");
+        // NVMe: 150 µs a read, a quarter of the samples come back: 333 refaults.
+        t.tier_read_time(150e-6);
+        t.batches.push_back(Batch { drawn: 0.0, sampled: 400 * PAGE, from: 1 << 30, returned: 100 * PAGE });
+        assert_eq!(t.io_budget_pages(), 1333);
+        // None came back: a twentieth is assumed, the cap is not lifted altogether.
+        t.batches[0].returned = 0;
+        assert_eq!(t.io_budget_pages(), 6666);
     }
 
     #[test]
