@@ -85,11 +85,12 @@ const SLOW_PREFIX: &str = "tierd-bench-slow-";
 /// This process's cgroup directory in the v1 `blkio` hierarchy (slow tiers are blkio
 /// throttles; memory goes through [`tierd_sys::cgroup::own_memory_dir`]).
 fn own_blkio_cgroup() -> anyhow::Result<PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup")?
-        .lines()
-        .find_map(|l| l.split_once(":blkio:").map(|x| x.1.trim().to_string()))
-        .context("no blkio cgroup (v1) here")?;
-    Ok(Path::new("/sys/fs/cgroup/blkio").join(own.trim_start_matches('/')))
+    let own = tierd_sys::procfs::ProcFs::new("/proc").cgroup(None, "blkio")?;
+    let dir = Path::new("/sys/fs/cgroup/blkio").join(own.trim_start_matches('/'));
+    if !dir.is_dir() {
+        bail!("no blkio cgroup (v1) here: {} is not a directory", dir.display());
+    }
+    Ok(dir)
 }
 
 /// Releases what benchmark runs killed before their teardown left behind (their swap

@@ -146,9 +146,15 @@ impl ProcFs {
         Ok(raw.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).to_string()).collect())
     }
 
-    /// The memory cgroup of a process, as the path inside its hierarchy: the v1 line
-    /// naming the `memory` controller, or the v2 `0::` line when there is none.
+    /// The memory cgroup of a process, as the path inside its hierarchy.
     pub fn memory_cgroup(&self, pid: Option<u32>) -> Result<String, PathError> {
+        self.cgroup(pid, "memory")
+    }
+
+    /// The cgroup of a process (`None`: this one) for `controller`, as the path inside
+    /// its hierarchy: the v1 line naming the controller, or the v2 `0::` line when
+    /// there is none.
+    pub fn cgroup(&self, pid: Option<u32>, controller: &str) -> Result<String, PathError> {
         let file = match pid {
             Some(p) => self.pid_file(p, "cgroup"),
             None => self.root.join("self/cgroup"),
@@ -158,14 +164,14 @@ impl ProcFs {
         for line in text.lines() {
             let mut parts = line.splitn(3, ':');
             let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else { continue };
-            if ctrls.split(',').any(|c| c == "memory") {
+            if ctrls.split(',').any(|c| c == controller) {
                 return Ok(path.to_string());
             }
             if id == "0" && ctrls.is_empty() {
                 v2 = Some(path.to_string());
             }
         }
-        v2.ok_or_else(|| PathError::new(&file, std::io::Error::other("no memory cgroup line")))
+        v2.ok_or_else(|| PathError::new(&file, std::io::Error::other(format!("no {controller} cgroup line"))))
     }
 
     pub fn maps(&self, pid: u32) -> Result<Vec<Mapping>, PathError> {
@@ -421,6 +427,8 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
     fn finds_the_memory_cgroup() {
         let t = fixture();
         assert_eq!(ProcFs::new(t.path()).memory_cgroup(Some(42)).unwrap(), "/process_api/abc");
+        assert_eq!(ProcFs::new(t.path()).cgroup(Some(42), "name=systemd").unwrap(), "/");
+        assert_eq!(ProcFs::new(t.path()).cgroup(Some(42), "blkio").unwrap(), "/", "no v1 line: the v2 one");
         std::fs::write(t.path().join("42/cgroup"), "0::/system.slice/tierd.service\n").unwrap();
         assert_eq!(ProcFs::new(t.path()).memory_cgroup(Some(42)).unwrap(), "/system.slice/tierd.service");
     }

@@ -273,6 +273,13 @@ impl SamplingTracker {
         (refaults / share).clamp(MIN_IO_PAGES as f64, (u32::MAX - 1) as f64) as u32
     }
 
+    /// `pages` under the CPU and IO budgets: applied when a sample is drawn (the first
+    /// draw comes before any adaptation) and when it adapts (so it does not grow while
+    /// capped).
+    fn within_budgets(&self, pages: u32) -> u32 {
+        pages.min(self.budget_pages).min(self.io_budget_pages())
+    }
+
     /// `back` bytes of a small sample drawn at `drawn` came back.
     fn batch_returned(&mut self, drawn: f64, back: u64) {
         if let Some(b) = self.batches.iter_mut().find(|b| b.drawn == drawn) {
@@ -457,7 +464,7 @@ impl SamplingTracker {
             cum.push(acc);
         }
         let cluster = self.cfg.cluster_pages as u64 * PAGE;
-        let pages = self.pages.min(self.io_budget_pages()) as u64;
+        let pages = self.within_budgets(self.pages) as u64;
         let clusters = (pages * PAGE).div_ceil(cluster).min(total.div_ceil(cluster)).max(1);
         let mut picked: Vec<Sample> = Vec::with_capacity(clusters as usize);
         for _ in 0..clusters {
@@ -672,11 +679,7 @@ impl Tracker for SamplingTracker {
             } else if rel < self.cfg.target_rel_ci / 2.5 {
                 self.pages = (self.pages as f64 / 1.25) as u32;
             }
-            self.pages = self
-                .pages
-                .clamp(self.cfg.min_pages, self.cfg.max_pages)
-                .min(self.budget_pages)
-                .min(self.io_budget_pages());
+            self.pages = self.within_budgets(self.pages.clamp(self.cfg.min_pages, self.cfg.max_pages));
         }
         while self.history.front().is_some_and(|e| now - e.at > window) {
             self.history.pop_front();
