@@ -109,11 +109,13 @@ mod tests {
         // or the one each sweep takes to test it); the child shares that lock until it
         // execs. A sweep that sees it keeps the directory for the next one, so retry.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let mut report = sweep(t.path(), "tierd-test-", &t.path().join("no-cgroups"));
-        while report[0].contains("left alone") && std::time::Instant::now() < deadline {
+        let report = loop {
+            let report = sweep(t.path(), "tierd-test-", &t.path().join("no-cgroups"));
+            if !report[0].contains("left alone") || std::time::Instant::now() >= deadline {
+                break report;
+            }
             std::thread::sleep(Duration::from_millis(10));
-            report = sweep(t.path(), "tierd-test-", &t.path().join("no-cgroups"));
-        }
+        };
         assert!(report[0].contains("swept up"), "{report:?}");
         assert!(!dir.exists());
     }

@@ -273,13 +273,6 @@ impl SamplingTracker {
         (refaults / share).clamp(MIN_IO_PAGES as f64, (u32::MAX - 1) as f64) as u32
     }
 
-    /// `pages` under the CPU and IO budgets: applied when a sample is drawn (the first
-    /// draw comes before any adaptation) and when it adapts (so it does not grow while
-    /// capped).
-    fn within_budgets(&self, pages: u32) -> u32 {
-        pages.min(self.budget_pages).min(self.io_budget_pages())
-    }
-
     /// `back` bytes of a small sample drawn at `drawn` came back.
     fn batch_returned(&mut self, drawn: f64, back: u64) {
         if let Some(b) = self.batches.iter_mut().find(|b| b.drawn == drawn) {
@@ -464,7 +457,7 @@ impl SamplingTracker {
             cum.push(acc);
         }
         let cluster = self.cfg.cluster_pages as u64 * PAGE;
-        let pages = self.within_budgets(self.pages) as u64;
+        let pages = self.pages as u64;
         let clusters = (pages * PAGE).div_ceil(cluster).min(total.div_ceil(cluster)).max(1);
         let mut picked: Vec<Sample> = Vec::with_capacity(clusters as usize);
         for _ in 0..clusters {
@@ -679,7 +672,7 @@ impl Tracker for SamplingTracker {
             } else if rel < self.cfg.target_rel_ci / 2.5 {
                 self.pages = (self.pages as f64 / 1.25) as u32;
             }
-            self.pages = self.within_budgets(self.pages.clamp(self.cfg.min_pages, self.cfg.max_pages));
+            self.pages = self.pages.clamp(self.cfg.min_pages, self.cfg.max_pages);
         }
         while self.history.front().is_some_and(|e| now - e.at > window) {
             self.history.pop_front();
@@ -691,7 +684,10 @@ impl Tracker for SamplingTracker {
             }
         }
 
-        // 4. Next interval's samples: unmap them now.
+        // 4. Next interval's samples: unmap them now, as many as the CPU and IO budgets
+        // allow (kept in `pages`, so it does not grow while capped; the first draw
+        // comes before any adaptation).
+        self.pages = self.pages.min(self.budget_pages).min(self.io_budget_pages());
         let queued = self.queued_for_collapse(now);
         let (mut samples, from) = self.draw(&scans, now, queued > 0);
         let (huge, huge_from, known_hot) = self.draw_huge(&scans, now);
