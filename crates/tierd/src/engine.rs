@@ -463,20 +463,19 @@ impl Engine {
         for name in names {
             let t = self.tenants.get_mut(&name).expect("listed above");
             let (own_faults, ticks) = t.read_counters(&self.proc);
-            let mut faulting = false;
+            let mut rate = 0.0;
             if let Some((at, faults)) = t.watch
                 && now > at
             {
-                let rate = own_faults.saturating_sub(faults) as f64 / (now - at).as_secs_f64();
+                rate = own_faults.saturating_sub(faults) as f64 / (now - at).as_secs_f64();
                 let usual = t.fault_rates.iter().copied().sum::<f64>() / t.fault_rates.len().max(1) as f64;
                 if rate >= tierd_core::policy::WAKE_MIN_FAULTS * 2.0 && rate >= tierd_core::policy::WAKE_JUMP * usual {
                     changed = true;
                 }
-                faulting = rate >= tierd_core::policy::WAKE_MIN_FAULTS;
             }
             t.watch = Some((now, own_faults));
             let busy = t.procs.iter().any(|p| self.proc.any_thread_busy(p.pid()).unwrap_or(false));
-            if t.pace.step(secs, ticks as f64 / hz, faulting, busy, window) {
+            if t.pace.step(secs, ticks as f64 / hz, rate, busy, window) {
                 changed = true;
                 // A rest began: what lay in runs before may have been read back and
                 // written out scattered since. Kept when a rest ends: the wake-up's
@@ -710,6 +709,7 @@ impl Engine {
         // A falling quota's demotions go first, so the regions the plan chose
         // reach the tier whole before the kernel reclaims page by page at the cut.
         let (changed, falling) = quota_change(t.quota, tp.quota);
+        let mut told = false;
         let (early, limit) = match cut {
             Some(c) => (Some(c.early), Some(c.limit)),
             None => (falling.then(|| self.moves(tp)), None),
@@ -734,6 +734,7 @@ impl Engine {
                     if notable {
                         t.decide(now, msg.clone());
                         self.events.decision(Some(tp.name.as_str()), msg);
+                        told = true;
                     }
                 }
                 // A cut the kernel could not reclaim all the way down to (v1): it
@@ -787,9 +788,6 @@ impl Engine {
         };
         let t = self.tenants.get_mut(&tp.name).expect("checked above");
         let mut did = Vec::new();
-        if tp.woke {
-            did.push("woke up".to_string());
-        }
         if prefetched > 0 {
             let note = if note.is_empty() { String::new() } else { format!(" {note}") };
             did.push(format!("prefetched {}{note}", human(prefetched)));
@@ -800,8 +798,13 @@ impl Engine {
         if collapsed > 0 {
             did.push(format!("rebuilt {} regions as huge pages", collapsed));
         }
-        if !did.is_empty() {
-            let msg = format!("{}: {}", did.join(", "), tp.reason);
+        // A woken tenant's reason says it woke ("woke up: tier faults …"): logged on its
+        // own when neither its quota line nor its moves carried it.
+        let msg = match did.is_empty() {
+            false => Some(format!("{}: {}", did.join(", "), tp.reason)),
+            true => (tp.woke && !told).then(|| tp.reason.clone()),
+        };
+        if let Some(msg) = msg {
             t.decide(now, msg.clone());
             self.events.decision(Some(tp.name.as_str()), msg);
         }

@@ -72,12 +72,24 @@ const WAKING_READINGS: u32 = 2;
 /// waking to a hot set on a slow tier waits on it and may use little CPU.
 const FAULTING_READINGS: u32 = 6;
 
+/// Tier reads a second that end a rest at the first reading, whatever the CPU: a
+/// report thread's burst is a few hundred faults over a whole idle phase, while a
+/// tenant waking to a hot set on the fast tier reads thousands a second. Waiting for
+/// a second reading (and for the control loop, busy laying out a neighbour's working
+/// set, to take it) let login-storm's tenants wake 0.3–2.4 s before tierd saw them,
+/// while their throughput was nil and tierd went on demoting their regions as at rest.
+const WAKE_AT_ONCE_FAULTS: f64 = 1000.0;
+
+/// Tier reads a second that count as reading from the tier.
+const FAULTING: f64 = tierd_core::policy::WAKE_MIN_FAULTS;
+
 impl CpuPace {
-    /// Takes a reading: `cpu_secs` used so far by its processes at time `now`, and
-    /// whether it read from the tier lately, and whether a thread of it is not asleep
-    /// now (`busy`: running, waiting for a CPU or waiting in the kernel).
-    /// Returns true when it has just come to rest or its rest has just ended.
-    pub fn step(&mut self, now: f64, cpu_secs: f64, faulting: bool, busy: bool, window_secs: f64) -> bool {
+    /// Takes a reading: `cpu_secs` used so far by its processes at time `now`, the rate
+    /// (per second) it read from the tier since the last reading, and whether a thread
+    /// of it is not asleep now (`busy`: running, waiting for a CPU or waiting in the
+    /// kernel). Returns true when it has just come to rest or its rest has just ended.
+    pub fn step(&mut self, now: f64, cpu_secs: f64, fault_rate: f64, busy: bool, window_secs: f64) -> bool {
+        let faulting = fault_rate >= FAULTING;
         self.faulting_readings = if faulting { self.faulting_readings + 1 } else { 0 };
         let mut changed = false;
         if self.rest_since.is_some() {
@@ -86,7 +98,8 @@ impl CpuPace {
                 if now - at >= 0.25 { (cpu_secs - before).max(0.0) / (now - at) } else { self.cores }
             });
             let woke = (self.faulting_readings >= WAKING_READINGS && cores >= REST_SHARE * self.usual)
-                || self.faulting_readings >= FAULTING_READINGS;
+                || self.faulting_readings >= FAULTING_READINGS
+                || fault_rate >= WAKE_AT_ONCE_FAULTS;
             // Reading from the tier and busy again is waking up: not at rest then, not
             // even until the next full step (the wake-up is planned for at once).
             if woke {
@@ -147,6 +160,10 @@ impl CpuPace {
 mod tests {
     use super::*;
 
+    /// A tier fault rate that counts as reading from the tier, well short of a wake-up
+    /// on its own.
+    const READING: f64 = 200.0;
+
     /// Runs `secs` seconds at `cores`, one reading a second, from `t`; returns the
     /// time after, the CPU seconds so far, and whether it came to rest on the way.
     fn run(p: &mut CpuPace, t: &mut f64, cpu: &mut f64, secs: u32, cores: f64, faulting: bool) -> bool {
@@ -154,7 +171,7 @@ mod tests {
         for _ in 0..secs {
             *t += 1.0;
             *cpu += cores;
-            came |= p.step(*t, *cpu, faulting, false, 30.0);
+            came |= p.step(*t, *cpu, if faulting { READING } else { 0.0 }, false, 30.0);
         }
         came
     }
@@ -162,7 +179,7 @@ mod tests {
     #[test]
     fn a_busy_tenant_that_stops_is_at_rest_within_two_seconds_and_runs_again_when_it_starts() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, false, 30.0);
+        p.step(t, cpu, 0.0, false, 30.0);
         assert!(!run(&mut p, &mut t, &mut cpu, 40, 0.9, false), "busy: {p:?}");
         assert!(p.usual > 0.6, "{p:?}");
         assert!(run(&mut p, &mut t, &mut cpu, 2, 0.0, false), "stopped: {p:?}");
@@ -180,7 +197,7 @@ mod tests {
     #[test]
     fn a_thrashing_tenant_waits_on_the_tier_and_is_not_at_rest() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, false, 30.0);
+        p.step(t, cpu, 0.0, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 40, 0.9, false);
         assert!(!run(&mut p, &mut t, &mut cpu, 10, 0.02, true), "{p:?}");
         assert_eq!(p.rest_secs(t), None);
@@ -196,34 +213,52 @@ mod tests {
         // full steps.
         run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
         assert!(p.rest_secs(t).is_some());
-        assert!(!p.step(t + 0.5, cpu + 0.05, true, false, 30.0));
-        assert!(p.step(t + 0.7, cpu + 0.07, true, false, 30.0));
+        assert!(!p.step(t + 0.5, cpu + 0.05, READING, false, 30.0));
+        assert!(p.step(t + 0.7, cpu + 0.07, READING, false, 30.0));
         assert_eq!(p.rest_secs(t + 0.7), None);
         assert_eq!(p.since_rest_secs(t + 0.7), Some(0.0), "woke just now");
     }
 
     #[test]
+    fn a_tenant_at_rest_that_reads_its_hot_set_back_fast_is_awake_at_the_first_reading() {
+        let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
+        p.step(t, cpu, 0.0, false, 30.0);
+        run(&mut p, &mut t, &mut cpu, 40, 0.9, false);
+        run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
+        assert!(p.rest_secs(t).is_some(), "{p:?}");
+        // Its report thread's burst (a few hundred faults in half a second): still at rest.
+        assert!(!p.step(t + 0.5, cpu, 600.0, false, 30.0), "{p:?}");
+        assert!(p.rest_secs(t + 0.5).is_some());
+        assert!(!p.step(t + 1.0, cpu, 0.0, false, 30.0));
+        // Thousands a second, waiting on the tier with next to no CPU: awake at once,
+        // between full steps too.
+        assert!(p.step(t + 1.2, cpu + 0.002, 5000.0, false, 30.0), "{p:?}");
+        assert_eq!(p.rest_secs(t + 1.2), None);
+        assert_eq!(p.since_rest_secs(t + 1.2), Some(0.0), "woke just now");
+    }
+
+    #[test]
     fn a_tenant_with_a_thread_not_asleep_is_not_at_rest() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, false, 30.0);
+        p.step(t, cpu, 0.0, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 40, 0.3, false);
         // No CPU and no tier reads for a second, but its thread waits in the kernel
         // or for a CPU.
         for _ in 0..2 {
             t += 0.5;
-            assert!(!p.step(t, cpu, false, true, 30.0), "{p:?}");
+            assert!(!p.step(t, cpu, 0.0, true, 30.0), "{p:?}");
         }
         assert_eq!(p.rest_secs(t), None, "busy, not at rest");
         // Asleep in its own right: at rest at the next reading.
         t += 0.5;
-        assert!(p.step(t, cpu, false, false, 30.0));
+        assert!(p.step(t, cpu, 0.0, false, 30.0));
         assert!(p.rest_secs(t).is_some());
     }
 
     #[test]
     fn a_stray_tick_does_not_end_a_rest_and_a_rest_that_resumes_keeps_when_it_began() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, false, 30.0);
+        p.step(t, cpu, 0.0, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 40, 0.1, false);
         run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
         let began = p.rest_began;
@@ -244,7 +279,7 @@ mod tests {
     #[test]
     fn a_tenant_that_never_uses_much_cpu_is_left_to_sampling() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, false, false, 30.0);
+        p.step(t, cpu, 0.0, false, 30.0);
         run(&mut p, &mut t, &mut cpu, 60, 0.02, false);
         assert!(!run(&mut p, &mut t, &mut cpu, 10, 0.0, false), "{p:?}");
     }
@@ -252,12 +287,12 @@ mod tests {
     #[test]
     fn readings_closer_than_half_a_second_wait_and_exits_never_make_a_negative_rate() {
         let mut p = CpuPace::default();
-        p.step(0.0, 10.0, false, false, 30.0);
-        assert!(!p.step(0.3, 10.4, false, false, 30.0));
+        p.step(0.0, 10.0, 0.0, false, 30.0);
+        assert!(!p.step(0.3, 10.4, 0.0, false, 30.0));
         assert_eq!(p.cores, 0.0, "not read yet");
-        p.step(1.0, 10.8, false, false, 30.0);
+        p.step(1.0, 10.8, 0.0, false, 30.0);
         assert!((p.cores - 0.8).abs() < 1e-9, "{p:?}");
-        p.step(2.0, 3.0, false, false, 30.0);
+        p.step(2.0, 3.0, 0.0, false, 30.0);
         assert_eq!(p.cores, 0.0, "a process exited");
     }
 }
