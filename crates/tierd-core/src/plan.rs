@@ -21,8 +21,9 @@ pub struct TenantPlan {
     pub collapse: Vec<Range>,
     /// Regions of a resting tenant's working set to lay out in runs on the tier (read
     /// back if scattered there, rebuilt as one huge page, written out whole), so its
-    /// wake-up reads them back at sequential speed. Carried out before `demote`, which
-    /// does not name them.
+    /// wake-up reads them back at sequential speed. Carried out before `demote`; a
+    /// region of both that relayout paged out is not demoted again, one it did not
+    /// (already in runs, or out of time) is.
     #[serde(default)]
     pub relayout: Vec<Range>,
     /// The policy saw the tenant wake up this interval (the engine remembers when).

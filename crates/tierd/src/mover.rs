@@ -205,8 +205,10 @@ impl Relaid {
 /// (`MADV_PAGEOUT`: a huge page is written to one free cluster of 512 slots). Swap-in
 /// is 4 KiB at a time, so the tenant is back on small pages once it reads them; the
 /// huge page is only the vehicle. Regions already in runs ([`IN_RUNS`]) are skipped.
-/// Returns the regions done, in `done`, so the caller need not check them again; no
-/// batch starts after `until`.
+/// Returns the regions done, in `done`, so the caller need not check them again, and
+/// those it paged out, in `paged` (a region already in runs is left where it is, its
+/// resident pages too: the caller demotes what it meant to send to the tier). No batch
+/// starts after `until`.
 ///
 /// Why: the kernel's reclaim writes a page at a time, interleaved with every other
 /// reclaimer, and a page read back keeps its slot; a woken 1 GiB hot set laid out so
@@ -217,6 +219,7 @@ pub fn relayout(
     regions: &[(u64, u64)],
     until: Instant,
     done: &mut Vec<(u64, u64)>,
+    paged: &mut Vec<(u64, u64)>,
 ) -> Relaid {
     let mut out = Relaid::default();
     let Ok(pm) = Pagemap::open(proc.root(), pidfd.pid()) else {
@@ -274,7 +277,8 @@ pub fn relayout(
         let split = swpout_fallbacks(proc).saturating_sub(before).min(whole.len() as u64);
         out.split += split;
         out.relaid += whole.len() as u64 - split;
-        done.extend(ranges);
+        done.extend(&ranges);
+        paged.extend(ranges);
         if split > 0 {
             break;
         }
