@@ -176,6 +176,17 @@ mod tests {
         came
     }
 
+    /// A tenant busy at `cores` for 40 s, then stopped for 3 s (at rest by then); returns
+    /// its pace, the time and its CPU seconds.
+    fn rested_after(cores: f64) -> (CpuPace, f64, f64) {
+        let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
+        p.step(t, cpu, 0.0, false, 30.0);
+        run(&mut p, &mut t, &mut cpu, 40, cores, false);
+        run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
+        assert!(p.rest_secs(t).is_some(), "{p:?}");
+        (p, t, cpu)
+    }
+
     #[test]
     fn a_busy_tenant_that_stops_is_at_rest_within_two_seconds_and_runs_again_when_it_starts() {
         let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
@@ -221,11 +232,7 @@ mod tests {
 
     #[test]
     fn a_tenant_at_rest_that_reads_its_hot_set_back_fast_is_awake_at_the_first_reading() {
-        let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, 0.0, false, 30.0);
-        run(&mut p, &mut t, &mut cpu, 40, 0.9, false);
-        run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
-        assert!(p.rest_secs(t).is_some(), "{p:?}");
+        let (mut p, t, cpu) = rested_after(0.9);
         // Its report thread's burst (a few hundred faults in half a second): still at rest.
         assert!(!p.step(t + 0.5, cpu, 600.0, false, 30.0), "{p:?}");
         assert!(p.rest_secs(t + 0.5).is_some());
@@ -257,12 +264,8 @@ mod tests {
 
     #[test]
     fn a_stray_tick_does_not_end_a_rest_and_a_rest_that_resumes_keeps_when_it_began() {
-        let (mut p, mut t, mut cpu) = (CpuPace::default(), 0.0, 0.0);
-        p.step(t, cpu, 0.0, false, 30.0);
-        run(&mut p, &mut t, &mut cpu, 40, 0.1, false);
-        run(&mut p, &mut t, &mut cpu, 3, 0.0, false);
+        let (mut p, mut t, mut cpu) = rested_after(0.1);
         let began = p.rest_began;
-        assert!(p.rest_secs(t).is_some(), "{p:?}");
         // One 10 ms tick in a second: 0.01 cores, over a quarter of its usual 0.06.
         assert!(!run(&mut p, &mut t, &mut cpu, 1, 0.01, false), "{p:?}");
         assert!(p.rest_secs(t).is_some(), "still at rest");
