@@ -435,11 +435,10 @@ pub fn plan(snap: &Snapshot) -> Plan {
             // tail the tenant then read back (tierd 0.80 of dram where plain swap's
             // one LRU held 1.03). Memory only filled or prefetched is not held.
             let reused: u64 = t.regions.iter().filter(|r| r.reused_secs.is_some()).map(|r| r.dram_bytes).sum();
-            let with_room = |bytes: u64| bytes + burst_room(n.active);
-            let hold = with_room(reused.min(t.dram)).min(t.quota.unwrap_or(u64::MAX));
-            // Then all it holds, with the same room, up to its current quota (none yet:
-            // nothing to stay at): quotas stay put while nobody needs more.
-            let stay = t.quota.map_or(0, |q| with_room(t.dram).min(q));
+            let hold = (reused.min(t.dram) + burst_room(n.active)).min(t.quota.unwrap_or(u64::MAX));
+            // Then all it holds, with the same room, up to its quota: quotas stay put
+            // while nobody needs more (see [`Claim::stay`]).
+            let stay = (t.dram + burst_room(n.active)).min(t.quota.unwrap_or(0));
             Claim {
                 floor,
                 demand: n.bytes,
