@@ -1,6 +1,5 @@
 //! Dividing DRAM among tenants: floors first, then demand by weight, then what each
-//! already holds (its recent hot set, then the rest, then up to its current quota),
-//! then spare by weight.
+//! already holds (its recent hot set, then the rest), then spare by weight.
 
 /// One tenant's claim on the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,12 +15,6 @@ pub struct Claim {
     /// put while nobody needs the DRAM, instead of swinging with the estimates behind
     /// the spare's weights (0: nothing).
     pub hold: u64,
-    /// What it holds beyond `hold`, up to its current quota, kept (by weight) once every
-    /// `hold` is met and before the spare is split: with DRAM far from short, the slack
-    /// between holds went by the spare's weights, which move with each interval's
-    /// estimates, and Redis tenants' quotas swung by 30–40 MiB every interval, each
-    /// fall reclaimed from a tenant that fills its quota (0: nothing).
-    pub stay: u64,
     /// Never more than this (a limit, or the tenant's size).
     pub cap: u64,
     /// Weight when the budget is short (shares, or size for proportional quotas).
@@ -35,8 +28,7 @@ pub struct Claim {
 /// 1. Every claim gets its floor (scaled down if the floors alone exceed `total`).
 /// 2. What is left goes toward each claim's demand, by weight (water-filling: a claim
 ///    that is satisfied hands its unused part to the others).
-/// 3. Then toward what each holds ([`Claim::keep`], then [`Claim::hold`], then
-///    [`Claim::stay`]), by weight.
+/// 3. Then toward what each holds ([`Claim::keep`], then [`Claim::hold`]), by weight.
 /// 4. What is still left goes toward each cap, by spare weight, so no DRAM idles.
 ///
 /// No claim ever gets more than its cap, and the parts never sum to more than `total`.
@@ -58,8 +50,6 @@ pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
     left = fill(&mut parts, &keeps, &weights, left);
     let holds: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.hold.min(cap)).collect();
     left = fill(&mut parts, &holds, &weights, left);
-    let stays: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.stay.min(cap)).collect();
-    left = fill(&mut parts, &stays, &weights, left);
     fill(&mut parts, &caps, &spare_weights, left);
     parts
 }
@@ -92,7 +82,7 @@ mod tests {
     use super::*;
 
     fn claim(floor: u64, demand: u64, cap: u64, weight: u64) -> Claim {
-        Claim { floor, demand, keep: 0, hold: 0, stay: 0, cap, weight, spare_weight: weight }
+        Claim { floor, demand, keep: 0, hold: 0, cap, weight, spare_weight: weight }
     }
 
     #[test]
@@ -134,23 +124,6 @@ mod tests {
         b.spare_weight = 30;
         let parts = divide(80, &[a, b]);
         assert_eq!(parts, vec![20, 60], "spare split 1:3 like the demands");
-    }
-
-    #[test]
-    fn quotas_stay_put_while_nobody_needs_more() {
-        // Spare weights 1:3 (they follow needs), but each already has its part: it stays.
-        let mut a = claim(0, 10, 100, 1);
-        let mut b = claim(0, 30, 100, 1);
-        (a.spare_weight, b.spare_weight) = (10, 30);
-        (a.stay, b.stay) = (50, 30);
-        assert_eq!(divide(80, &[a, b]), vec![50, 30]);
-        // A need that grows is met first; the other's stay gives way.
-        b.demand = 45;
-        assert_eq!(divide(80, &[a, b]), vec![35, 45]);
-        // What no one stays on goes by the spare's weights.
-        let parts = divide(120, &[a, b]);
-        assert_eq!(parts.iter().sum::<u64>(), 120);
-        assert!(parts[0] >= 50 && parts[1] - 45 > parts[0] - 50, "{parts:?}");
     }
 
     #[test]

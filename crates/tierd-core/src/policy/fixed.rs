@@ -20,7 +20,6 @@ pub fn plan(snap: &Snapshot) -> Plan {
                 demand: t.size().max(MIN_QUOTA),
                 keep: 0,
                 hold: 0,
-                stay: 0,
                 cap,
                 weight: t.size().max(MIN_QUOTA),
                 spare_weight: t.size().max(MIN_QUOTA),

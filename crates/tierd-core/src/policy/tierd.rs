@@ -436,16 +436,12 @@ pub fn plan(snap: &Snapshot) -> Plan {
             // one LRU held 1.03). Memory only filled or prefetched is not held.
             let reused: u64 = t.regions.iter().filter(|r| r.reused_secs.is_some()).map(|r| r.dram_bytes).sum();
             let hold = (reused.min(t.dram) + burst_room(n.active)).min(t.quota.unwrap_or(u64::MAX));
-            // Then all it holds, with the same room, up to its quota: quotas stay put
-            // while nobody needs more (see [`Claim::stay`]).
-            let stay = (t.dram + burst_room(n.active)).min(t.quota.unwrap_or(0));
             Claim {
                 floor,
                 demand: n.bytes,
                 // Room to lay a resting working set out comes with what it keeps.
                 keep: recently_hot.min(t.dram).max(n.bytes + n.relayout_room),
                 hold,
-                stay,
                 cap,
                 weight: shares,
                 spare_weight: shares * (n.bytes >> 20).max(1),
@@ -1084,29 +1080,6 @@ mod tests {
         b.at_rest_secs = None;
         let p = plan(&snap(budget, vec![b, busy]));
         assert!(p.tenant("r").unwrap().relayout.is_empty());
-    }
-
-    #[test]
-    fn quotas_stay_put_while_dram_is_far_from_short() {
-        // Two tenants fill their quotas (as Redis does); each needs far less.
-        let tenant_at = |name: &str, act: u64, q: u64| {
-            let mut t = active(tenant(name, GIB), act);
-            t.quota = Some(q);
-            t.dram = q - 10 * MIB;
-            t
-        };
-        let p =
-            plan(&snap(1200 * MIB, vec![tenant_at("a", 150 * MIB, 550 * MIB), tenant_at("b", 200 * MIB, 650 * MIB)]));
-        assert_eq!((quota(&p, "a"), quota(&p, "b")), (550 * MIB, 650 * MIB), "{:?}", p.tenants);
-        // The estimates swap over: the spare's weights would too, the quotas do not.
-        let p =
-            plan(&snap(1200 * MIB, vec![tenant_at("a", 200 * MIB, 550 * MIB), tenant_at("b", 150 * MIB, 650 * MIB)]));
-        assert_eq!((quota(&p, "a"), quota(&p, "b")), (550 * MIB, 650 * MIB), "{:?}", p.tenants);
-        // A need past its quota is met first, from what the other only holds.
-        let p =
-            plan(&snap(1200 * MIB, vec![tenant_at("a", 700 * MIB, 550 * MIB), tenant_at("b", 150 * MIB, 650 * MIB)]));
-        assert!(quota(&p, "a") >= 700 * MIB + headroom(700 * MIB), "{}", p.tenant("a").unwrap().reason);
-        assert_eq!(quota(&p, "a") + quota(&p, "b"), 1200 * MIB);
     }
 
     #[test]
