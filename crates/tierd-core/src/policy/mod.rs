@@ -13,7 +13,7 @@ mod fixed;
 mod none;
 mod tierd;
 
-pub use divide::{Claim, divide};
+pub use divide::{Claim, damp, divide};
 pub use tierd::{WAKE_JUMP, WAKE_MIN_FAULTS};
 
 use crate::config::PolicyKind;

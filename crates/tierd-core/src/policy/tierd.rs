@@ -3,8 +3,9 @@
 //! Each tenant *needs* its active memory (the tracker's windowed estimate, or the last
 //! interval's if higher, plus the confidence interval) and some headroom so its hot
 //! set fits. DRAM is divided with [`divide`]: reserves first, then needs by shares,
-//! then the spare in proportion to need × shares. A tenant not measured yet is taken
-//! as fully active, so a newcomer can grow.
+//! then the spare in proportion to need × shares. A quota the new division would move
+//! by less than a band (a tenth) stays put while it covers the tenant's need (see
+//! [`damp`]). A tenant not measured yet is taken as fully active, so a newcomer can grow.
 //!
 //! Around that:
 //! - **wake-up**: a jump in a tenant's tier-1 fault rate together with a jump in what
@@ -41,7 +42,7 @@
 
 use crate::health::{self, Colour};
 use crate::plan::{Plan, TenantPlan};
-use crate::policy::{Claim, MIN_QUOTA, divide};
+use crate::policy::{Claim, MIN_QUOTA, damp, divide};
 use crate::size::human;
 use crate::snapshot::{Range, Region, Snapshot, TenantView};
 
@@ -448,7 +449,9 @@ pub fn plan(snap: &Snapshot) -> Plan {
             }
         })
         .collect();
-    let parts = divide(budget, &claims);
+    // Quotas the new division moves by less than a band stay where they are.
+    let now: Vec<Option<u64>> = snap.tenants.iter().map(|t| t.quota).collect();
+    let parts = damp(&divide(budget, &claims), &now, &claims);
     let total_need: u64 = claims.iter().map(|c| c.demand.min(c.cap).max(c.floor)).sum();
     let short = total_need > budget;
     let throttle = throttle_reason(snap);
@@ -668,6 +671,27 @@ mod tests {
         let p = plan(&snap(GIB, vec![stale, held(tb, 300 * MIB)]));
         let ratio = quota(&p, "b") as f64 / quota(&p, "a") as f64;
         assert!((ratio - need_ratio).abs() < 0.05, "spare follows need: {ratio} vs {need_ratio}");
+    }
+
+    #[test]
+    fn quotas_stay_put_while_needs_wander_and_follow_a_need_that_grows() {
+        let with = |name: &str, need: u64, quota: Option<u64>| TenantView {
+            dram: need,
+            quota,
+            ..active(tenant(name, GIB), need)
+        };
+        let first = plan(&snap(GIB, vec![with("a", 100 * MIB, None), with("b", 300 * MIB, None)]));
+        let (a, b) = (quota(&first, "a"), quota(&first, "b"));
+        // Needs wander by a twentieth: the spare's split would move both quotas as
+        // much; they stay.
+        let p = plan(&snap(GIB, vec![with("a", 105 * MIB, Some(a)), with("b", 285 * MIB, Some(b))]));
+        assert!(p.tenants.iter().all(|t| t.demote.is_empty()), "{p:?}");
+        assert_eq!((quota(&p, "a"), quota(&p, "b")), (a, b), "{p:?}");
+        // a's need grows past its quota: it gets its new part, and b is cut to pay.
+        let p = plan(&snap(GIB, vec![with("a", 300 * MIB, Some(a)), with("b", 300 * MIB, Some(b))]));
+        let again = plan(&snap(GIB, vec![with("a", 300 * MIB, None), with("b", 300 * MIB, None)]));
+        assert_eq!((quota(&p, "a"), quota(&p, "b")), (quota(&again, "a"), quota(&again, "b")));
+        assert!(quota(&p, "a") > a && quota(&p, "b") < b, "{p:?}");
     }
 
     #[test]
