@@ -107,21 +107,27 @@ impl Pagemap {
 }
 
 /// Where a range's swapped pages lie on the swap areas: how many there are, and in how
-/// many runs of consecutive slots (in address order). A range paged out whole in one
-/// go is one run and reads back at sequential speed; one paged out by the kernel's
-/// reclaim, page by page alongside others, is hundreds of runs read at random speed.
+/// many runs of consecutive slots (in address order), beside how many are resident. A
+/// range paged out whole in one go is one run and reads back at sequential speed; one
+/// paged out by the kernel's reclaim, page by page alongside others, is hundreds of
+/// runs read at random speed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SwapLayout {
     pub swapped_pages: u32,
     pub runs: u32,
+    pub present_pages: u32,
 }
 
 impl SwapLayout {
-    /// From raw pagemap entries (bit 62 swapped; bits 0–4 the swap area, 5–54 the slot).
+    /// From raw pagemap entries (bit 63 present; bit 62 swapped; bits 0–4 the swap
+    /// area, 5–54 the slot).
     pub fn of(entries: &[u64]) -> SwapLayout {
         let mut out = SwapLayout::default();
         let mut prev: Option<u64> = None;
         for &e in entries {
+            if e >> 63 == 1 {
+                out.present_pages += 1;
+            }
             if e >> 62 & 1 == 0 {
                 prev = None;
                 continue;
@@ -197,10 +203,10 @@ mod tests {
             swapped(0, 7),
             swapped(1, 8),
         ];
-        assert_eq!(SwapLayout::of(&e), SwapLayout { swapped_pages: 7, runs: 4 });
-        assert_eq!(SwapLayout::of(&[present, 0]), SwapLayout::default());
+        assert_eq!(SwapLayout::of(&e), SwapLayout { swapped_pages: 7, runs: 4, present_pages: 1 });
+        assert_eq!(SwapLayout::of(&[present, 0]), SwapLayout { present_pages: 1, ..SwapLayout::default() });
         let one_run: Vec<u64> = (100..612).map(|s| swapped(2, s)).collect();
-        assert_eq!(SwapLayout::of(&one_run), SwapLayout { swapped_pages: 512, runs: 1 });
+        assert_eq!(SwapLayout::of(&one_run), SwapLayout { swapped_pages: 512, runs: 1, present_pages: 0 });
     }
 
     #[test]

@@ -204,11 +204,11 @@ impl Relaid {
 /// which frees the small pages and their scattered slots) and paged out whole
 /// (`MADV_PAGEOUT`: a huge page is written to one free cluster of 512 slots). Swap-in
 /// is 4 KiB at a time, so the tenant is back on small pages once it reads them; the
-/// huge page is only the vehicle. Regions already in runs ([`IN_RUNS`]) are skipped.
+/// huge page is only the vehicle. A region wholly on the tier in runs ([`IN_RUNS`]) is
+/// left as it is; one wholly or partly resident goes the same way (nothing or little to
+/// read back): paged out page by page, its pages would land wherever reclaim puts them.
 /// Returns the regions done, in `done`, so the caller need not check them again, and
-/// those it paged out, in `paged` (a region already in runs is left where it is, its
-/// resident pages too: the caller demotes what it meant to send to the tier). No batch
-/// starts after `until`.
+/// those it paged out, in `paged`. No batch starts after `until`.
 ///
 /// Why: the kernel's reclaim writes a page at a time, interleaved with every other
 /// reclaimer, and a page read back keeps its slot; a woken 1 GiB hot set laid out so
@@ -235,7 +235,7 @@ pub fn relayout(
             continue;
         }
         match pm.swap_layout(start, len) {
-            Ok(l) if l.runs > IN_RUNS => {
+            Ok(l) if l.runs > IN_RUNS || l.present_pages > 0 => {
                 out.runs_before += l.runs as u64;
                 todo.push((start, len, l.swapped_pages as u64 * 4096));
             }
