@@ -209,6 +209,15 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
+    /// Reproducible pseudo-random numbers below `m` (a linear congruential generator).
+    fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut rng = seed;
+        move |m| {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (rng >> 33) % m
+        }
+    }
+
     #[test]
     fn quotas_stay_put_while_a_new_division_moves_them_within_the_band() {
         // Four tenants of 500 MiB; the spare's split moved ±30 MiB. Nobody needs more.
@@ -251,11 +260,7 @@ mod tests {
 
     #[test]
     fn damping_never_exceeds_the_division_or_caps() {
-        let mut rng = 777u64;
-        let mut next = |m: u64| {
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (rng >> 33) % m
-        };
+        let mut next = numbers(777);
         for _ in 0..2000 {
             let n = 1 + next(6) as usize;
             let claims: Vec<Claim> =
@@ -273,11 +278,7 @@ mod tests {
 
     #[test]
     fn never_exceeds_total_or_caps() {
-        let mut rng = 12345u64;
-        let mut next = |m: u64| {
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (rng >> 33) % m
-        };
+        let mut next = numbers(12345);
         for _ in 0..500 {
             let n = 1 + next(6) as usize;
             let claims: Vec<Claim> = (0..n)
