@@ -1,13 +1,23 @@
-//! Dividing DRAM among tenants: floors first, then demand by weight, then what each
-//! already holds (its recent hot set, then the rest), then spare by weight.
+//! Dividing DRAM among tenants: floors first, then demand up to each one's fair share,
+//! then what each touches and the hot set it holds, then the rest of demand, then the
+//! rest of what each holds, then spare by weight.
 
 /// One tenant's claim on the budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim {
     /// Guaranteed bytes (a reserve), given before anything else.
     pub floor: u64,
-    /// What the tenant needs now; filled by weight when the budget is short.
+    /// What the tenant needs now, headroom for bursts included; filled by weight when
+    /// the budget is short.
     pub demand: u64,
+    /// The part of `demand` it is measured to touch (no headroom): met for every
+    /// tenant, with `hot`, before anyone's demand beyond its fair share.
+    pub active: u64,
+    /// The recent hot set it holds (a tenant resting between sessions): kept before a
+    /// busy tenant's headroom beyond its fair share. In login-storm a resting tenant's
+    /// 192 MiB hot set was cut to 42 MiB for busy neighbours' burst room, and read back
+    /// at its next login (1.3 s of each 20 s session lost; plain swap's one LRU kept it).
+    pub hot: u64,
     /// What it holds now, kept (by weight) once every demand is met: DRAM nobody needs
     /// stays where it is rather than being taken only to be read back (0: nothing).
     pub keep: u64,
@@ -26,8 +36,13 @@ pub struct Claim {
 /// Divides `total` bytes among the claims and returns each one's part, in order.
 ///
 /// 1. Every claim gets its floor (scaled down if the floors alone exceed `total`).
-/// 2. What is left goes toward each claim's demand, by weight (water-filling: a claim
-///    that is satisfied hands its unused part to the others).
+/// 2. What is left goes toward each claim's demand up to its fair share of `total`
+///    (by weight), then toward its [`Claim::active`], then its [`Claim::hot`], then
+///    the rest of its demand: each by weight (water-filling: a claim that is
+///    satisfied hands its unused part to the others). So memory someone touches, or
+///    a resting tenant's hot set, beats a busy tenant's headroom, but a tenant within
+///    its fair share gets its headroom first (a sweeping noisy neighbour's whole
+///    sweep counts as active).
 /// 3. Then toward what each holds ([`Claim::keep`], then [`Claim::hold`]), by weight.
 /// 4. What is still left goes toward each cap, by spare weight, so no DRAM idles.
 ///
@@ -45,6 +60,14 @@ pub fn divide(total: u64, claims: &[Claim]) -> Vec<u64> {
     let demands: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.demand.min(cap)).collect();
     let weights: Vec<u64> = claims.iter().map(|c| c.weight.max(1)).collect();
     let spare_weights: Vec<u64> = claims.iter().map(|c| c.spare_weight.max(1)).collect();
+    let weight_sum: u128 = weights.iter().map(|&w| w as u128).sum();
+    let fair: Vec<u64> =
+        demands.iter().zip(&weights).map(|(&d, &w)| d.min((total as u128 * w as u128 / weight_sum) as u64)).collect();
+    left = fill(&mut parts, &fair, &weights, left);
+    let actives: Vec<u64> = claims.iter().zip(&demands).map(|(c, &d)| c.active.min(d)).collect();
+    left = fill(&mut parts, &actives, &weights, left);
+    let hots: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.hot.min(cap)).collect();
+    left = fill(&mut parts, &hots, &weights, left);
     left = fill(&mut parts, &demands, &weights, left);
     let keeps: Vec<u64> = claims.iter().zip(&caps).map(|(c, &cap)| c.keep.min(cap)).collect();
     left = fill(&mut parts, &keeps, &weights, left);
@@ -128,7 +151,7 @@ mod tests {
     use super::*;
 
     fn claim(floor: u64, demand: u64, cap: u64, weight: u64) -> Claim {
-        Claim { floor, demand, keep: 0, hold: 0, cap, weight, spare_weight: weight }
+        Claim { floor, demand, active: demand, hot: 0, keep: 0, hold: 0, cap, weight, spare_weight: weight }
     }
 
     #[test]
@@ -160,6 +183,22 @@ mod tests {
         assert_eq!(divide(80, &[a, b]), vec![50, 30]);
         // With room for both, each keeps what it holds and the spare is shared.
         assert_eq!(divide(120, &[a, b]), vec![60, 60]);
+    }
+
+    #[test]
+    fn a_resting_hot_set_goes_before_headroom_beyond_a_fair_share_not_before_what_is_touched() {
+        // Busy a and b touch 40 and need 50 with headroom; resting c needs 5 and holds a
+        // hot set of 30. On 120 (fair share 40): a and b get 40 + what is left past c's 30.
+        let busy = Claim { active: 40, ..claim(0, 50, 100, 1) };
+        let resting = Claim { active: 5, hot: 30, ..claim(0, 5, 100, 1) };
+        assert_eq!(divide(120, &[busy, busy, resting]), vec![45, 45, 30]);
+        // On 90, what a and b touch comes first: c keeps only the 10 left.
+        assert_eq!(divide(90, &[busy, busy, resting]), vec![40, 40, 10]);
+        // A tenant within its fair share gets its headroom before anyone's hot set: a
+        // needs 30 (touches 20) of a fair 50, b's sweep touches all it can get.
+        let small = Claim { active: 20, ..claim(0, 30, 100, 1) };
+        let sweep = Claim { active: 100, ..claim(0, 100, 100, 1) };
+        assert_eq!(divide(100, &[small, sweep]), vec![30, 70]);
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub fn plan(snap: &Snapshot) -> Plan {
             Claim {
                 floor: t.spec.reserve,
                 demand: t.size().max(MIN_QUOTA),
+                active: 0,
+                hot: 0,
                 keep: 0,
                 hold: 0,
                 cap,
