@@ -16,7 +16,8 @@
 //!   tier. A fault-rate jump alone (a hot set pushed out while busy) also prefetches
 //!   the recently hot regions, within the tenant's need;
 //! - **going quiet**: a tenant that touched under a quarter of its window average in
-//!   the last interval, and is not faulting, counts a quarter of its average, so the DRAM it
+//!   the last interval (by more than the estimate's confidence interval), and is not
+//!   faulting, counts a quarter of its average, so the DRAM it
 //!   stopped using moves to a waking neighbour now rather than a window later; the cut
 //!   goes to the tier as whole regions. While nobody needs that DRAM it keeps what it
 //!   holds (every tenant does, see [`Claim::keep`]): a tenant idle between sessions
@@ -90,10 +91,14 @@ pub const RELAYOUT_RATE: u64 = 256 << 20;
 /// short of its hot set and reading it from the tier.
 pub const RELAYOUT_ROOM: u64 = 32 << 20;
 
-/// Room above the active set so the hot set fits: 1/8 of it plus 16 MiB (which also
-/// holds the tracker's samples in flight, up to 4096 pages).
+/// Room under any busy tenant's quota for the tracker's samples in flight (up to 4096
+/// pages): a sampled hot page comes back at once, and without room each one reclaims
+/// another.
+pub const SAMPLE_ROOM: u64 = 16 << 20;
+
+/// Room above the active set so the hot set fits: 1/8 of it plus [`SAMPLE_ROOM`].
 pub fn headroom(active: u64) -> u64 {
-    active / 8 + (16 << 20)
+    active / 8 + SAMPLE_ROOM
 }
 
 /// Free room proactive demotion keeps under a tenant's quota, so a burst of new
@@ -176,13 +181,20 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
     // the DRAM it no longer uses moves to a tenant waking up now rather than a window
     // later (half was not enough: a waking neighbour with a hot set half the budget
     // still thrashed for 30 s). If it comes back, its faults give it its peak again.
-    let quiet = at_rest || (a.last_interval_bytes < a.active_bytes / 4 && t.tier_faults_per_sec < WAKE_MIN_FAULTS);
+    // Only a drop past the estimate's noise: a pusher back to its 128 MiB hot set after
+    // a sweep read "0 B in the last interval" on a thin sample (active 56 ±56 MiB), was
+    // cut by 694 MiB, faulted its hot set back and was taken for waking to its peak.
+    let dropped = a.last_interval_bytes + a.ci_bytes < a.active_bytes / 4;
+    let quiet = at_rest || (dropped && t.tier_faults_per_sec < WAKE_MIN_FAULTS);
     // At rest it needs only what it touches at rest: what it touched over the last
     // interval once that was all at rest (just after it stopped, the interval holds
     // its busy part). Its hot set is still kept while nobody needs the DRAM (see
     // [`Claim::keep`]); a quarter of its average as need took 32 MiB from each of
     // login-storm's four idle tenants while the busy ones were cut under their hot sets.
-    let rest_interval = t.at_rest_secs.is_some_and(|s| s >= interval);
+    // Two intervals, not one: a pass between intervals comes up to an interval after
+    // the last samples were checked (at rest 5–6 s, login-storm tenants still counted
+    // their whole busy interval, 193 MiB, as touched at rest).
+    let rest_interval = t.at_rest_secs.is_some_and(|s| s >= 2.0 * interval);
     // Its phase shrank: the last two intervals each touched under half its window
     // average, and it does not read from the tier (a neighbour back to its hot set
     // after sweeping all of its memory). What it touches now counts: the average holds
@@ -444,7 +456,8 @@ pub fn plan(snap: &Snapshot) -> Plan {
             Claim {
                 floor,
                 demand: n.bytes,
-                active: n.active,
+                // What it touches, and room for the samples in flight while it is busy.
+                active: (n.active + if n.at_rest { 0 } else { SAMPLE_ROOM }).min(n.bytes),
                 // A resting tenant's hot set, before busy tenants' headroom; a busy
                 // one's counts in its need already.
                 hot: if n.at_rest { working_set(t, window).map(|r| r.dram_bytes).sum() } else { 0 },
@@ -920,7 +933,7 @@ mod tests {
         let p = plan(&snap(600 * MIB, vec![r.clone(), busy("b1"), busy("b2")]));
         assert!(quota(&p, "r") >= 190 * MIB, "the interval alone holds it: {}", p.tenant("r").unwrap().reason);
         r.at_rest_secs = Some(1.0);
-        let p = plan(&snap(600 * MIB, vec![r, busy("b1"), busy("b2")]));
+        let p = plan(&snap(600 * MIB, vec![r.clone(), busy("b1"), busy("b2")]));
         let tp = p.tenant("r").unwrap();
         assert!(tp.quota.unwrap() < 100 * MIB, "{}", tp.reason);
         assert!(tp.reason.contains("at rest for 1 s"), "{}", tp.reason);
@@ -933,6 +946,18 @@ mod tests {
         for b in ["b1", "b2"] {
             assert!(quota(&p, b) >= 200 * MIB + headroom(200 * MIB), "{}", p.tenant(b).unwrap().reason);
         }
+        // Until two intervals into its rest, the last interval may still hold its busy
+        // part (a pass between intervals comes up to an interval after the samples).
+        r.at_rest_secs = Some(15.0);
+        let p = plan(&snap(600 * MIB, vec![r.clone(), busy("b1"), busy("b2")]));
+        let tp = p.tenant("r").unwrap();
+        assert!(tp.reason.contains(&format!("needs {}", human(REST_QUOTA))), "{}", tp.reason);
+        // Then what it touched over the last interval is what it touches at rest.
+        r.at_rest_secs = Some(25.0);
+        r.activeness.as_mut().unwrap().last_interval_bytes = 30 * MIB;
+        let p = plan(&snap(600 * MIB, vec![r, busy("b1"), busy("b2")]));
+        let tp = p.tenant("r").unwrap();
+        assert!(tp.reason.contains(&format!("needs {}", human(30 * MIB))), "{}", tp.reason);
     }
 
     #[test]
@@ -1082,7 +1107,7 @@ mod tests {
         r.regions
             .extend((100..150).map(|i| Region { reused_secs: None, ..region(i * 2 * MIB, Some(300.0), 0, 2 * MIB) }));
         let busy = active(tenant("busy", 2 * GIB), 700 * MIB);
-        let budget = 700 * MIB + REST_QUOTA + RELAYOUT_ROOM;
+        let budget = 700 * MIB + SAMPLE_ROOM + REST_QUOTA + RELAYOUT_ROOM;
         let p = plan(&snap(budget, vec![r.clone(), busy.clone()]));
         let tp = p.tenant("r").unwrap();
         // The cut (80 → 40 MiB) sends 20 of the 40 resident regions to the tier.
@@ -1409,6 +1434,15 @@ mod tests {
         let (q, b) = (quota(&p, "quiet"), quota(&p, "busy"));
         // Without the rule both would get half (512 MiB each).
         assert!(q < 480 * MIB && b > 544 * MIB, "the busy tenant gets what the quiet one stopped using: {q} vs {b}");
+        assert!(p.tenant("quiet").unwrap().reason.contains("going quiet"), "{}", p.tenant("quiet").unwrap().reason);
+        // Nor is a drop within the estimate's noise (a thin sample read nothing).
+        let mut noisy = active(tenant("quiet", GIB), 56 * MIB);
+        noisy.activeness.as_mut().unwrap().last_interval_bytes = 0;
+        noisy.activeness.as_mut().unwrap().ci_bytes = 55 * MIB;
+        let p = plan(&snap(GIB, vec![noisy.clone()]));
+        assert!(!p.tenant("quiet").unwrap().reason.contains("going quiet"), "{}", p.tenant("quiet").unwrap().reason);
+        noisy.activeness.as_mut().unwrap().ci_bytes = 4 * MIB;
+        let p = plan(&snap(GIB, vec![noisy]));
         assert!(p.tenant("quiet").unwrap().reason.contains("going quiet"), "{}", p.tenant("quiet").unwrap().reason);
         // Faulting from the tier is not going quiet, whatever sampling saw.
         let mut faulting = active(tenant("quiet", GIB), 800 * MIB);
