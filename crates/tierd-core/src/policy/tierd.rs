@@ -262,6 +262,7 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
         let left: u64 = working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
         if left + headroom(left) > bytes {
             bytes = left + headroom(left);
+            active = left;
             why += &format!(" or what it was using when it went idle, {}", human(left));
         }
     }
@@ -279,6 +280,7 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
         let held_and_faulting = t.dram + (t.tier_faults_per_sec * PAGE as f64 * interval) as u64;
         if held_and_faulting > bytes {
             bytes = held_and_faulting;
+            active = held_and_faulting;
             why +=
                 &format!("; reads {:.0} pages/s from the tier, so it needs more than it holds", t.tier_faults_per_sec);
         }
@@ -1378,6 +1380,41 @@ mod tests {
         }
         let rested: u64 = (0..2).map(|i| quota(&p, &format!("r{i}"))).sum();
         assert!((2 * REST_QUOTA..2 * 192 * MIB).contains(&rested), "{rested}");
+    }
+
+    #[test]
+    fn a_woken_tenants_working_set_goes_before_resting_hot_sets() {
+        // login-storm's 6: it woke a second after its rest; its peak estimate is 165 MiB
+        // but it was using 192 MiB when it went idle (on the tier now). Two busy
+        // neighbours and three resting ones holding 192 MiB each, on 1 GiB: what it was
+        // using counts as what it touches, before the resting hot sets. (As headroom
+        // over its peak it got 181 MiB while the resting kept 125 MiB each, and it
+        // thrashed for 7 s.)
+        let mut w = active(tenant("w", 512 * MIB), 165 * MIB);
+        w.activeness.as_mut().unwrap().last_interval_bytes = 0;
+        w.since_rest_secs = Some(1.0);
+        w.rest_began_secs = Some(21.0);
+        w.tier_faults_per_sec = 3000.0;
+        w.tier_faults_per_sec_avg = 5.0;
+        w.dram = 40 * MIB;
+        w.regions = (0..96).map(|j| region(j * 2 * MIB, Some(25.0), 0, 2 * MIB)).collect();
+        let busy = |i: usize| active(tenant(&format!("b{i}"), 512 * MIB), 192 * MIB);
+        let resting = |i: usize| {
+            let mut r = active(tenant(&format!("r{i}"), 512 * MIB), 192 * MIB);
+            r.activeness.as_mut().unwrap().last_interval_bytes = 0;
+            r.at_rest_secs = Some(10.0);
+            r.rest_began_secs = Some(10.0);
+            r.dram = 192 * MIB;
+            r.regions = (0..96).map(|j| region(j * 2 * MIB, Some(12.0), 2 * MIB, 0)).collect();
+            r
+        };
+        let all: Vec<TenantView> = std::iter::once(w).chain((0..2).map(busy)).chain((0..3).map(resting)).collect();
+        let p = plan(&snap(GIB, all));
+        let tp = p.tenant("w").unwrap();
+        assert!(tp.woke, "{}", tp.reason);
+        assert!(tp.quota.unwrap() >= 192 * MIB + SAMPLE_ROOM, "its working set: {}", tp.reason);
+        let rested: u64 = (0..3).map(|i| quota(&p, &format!("r{i}"))).sum();
+        assert!(rested <= GIB - 3 * (192 * MIB + SAMPLE_ROOM), "{rested}");
     }
 
     #[test]
