@@ -41,8 +41,6 @@
 //! - **noisy neighbours**: a tenant that suddenly needs more gets it only from the
 //!   spare and its own share; others' needs are met first when DRAM is short.
 
-use std::collections::HashSet;
-
 use crate::health::{self, Colour};
 use crate::plan::{Plan, TenantPlan};
 use crate::policy::{Claim, MIN_QUOTA, damp, divide};
@@ -135,8 +133,6 @@ struct Need {
     faulting: bool,
     /// Going quiet: what it stopped touching may go to the tier sooner.
     quiet: bool,
-    /// Its CPU stopped: what it was using when it went idle is its hot set.
-    at_rest: bool,
     /// Room it could use above `bytes` to lay its working set out ([`RELAYOUT_ROOM`]).
     relayout_room: u64,
     why: String,
@@ -152,7 +148,6 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
             recently_woke: false,
             faulting: false,
             quiet: false,
-            at_rest: false,
             relayout_room: 0,
             why: format!("not measured yet: taken as fully active ({})", human(size)),
         };
@@ -301,7 +296,6 @@ fn need(t: &TenantView, window: f64, interval: f64) -> Need {
         recently_woke,
         faulting,
         quiet,
-        at_rest,
         relayout_room,
         why: format!("{why}{plus} → needs {}", human(bytes)),
     }
@@ -342,11 +336,11 @@ fn working_set(t: &TenantView, window: f64) -> impl Iterator<Item = &Region> {
 /// sat under its usage, and each pass cut and demoted 20 MiB of its hot set: 192 →
 /// 153 MiB over a 13 s rest).
 fn resting_hot_set(t: &TenantView, window: f64) -> u64 {
-    let ws: HashSet<Range> = working_set(t, window).filter(|r| r.dram_bytes > 0).map(|r| r.range).collect();
-    if ws.is_empty() {
+    let kept: u64 = working_set(t, window).map(|r| r.dram_bytes).sum();
+    if kept == 0 {
         return 0;
     }
-    let outside: u64 = t.regions.iter().filter(|r| !ws.contains(&r.range)).map(|r| r.dram_bytes).sum();
+    let outside = t.regions.iter().map(|r| r.dram_bytes).sum::<u64>() - kept;
     t.dram.saturating_sub(outside) + WAKE_ROOM
 }
 
@@ -475,6 +469,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
             let floor = t.spec.reserve.max(t.pinned);
             let cap = t.spec.limit.unwrap_or(budget).min(ceiling(t.size().max(MIN_QUOTA))).max(floor);
             let shares = t.spec.shares as u64;
+            let at_rest = t.at_rest_secs.is_some();
             // What it reused within the window and holds is kept while nobody needs
             // it: a tenant idle between sessions keeps its hot set instead of reading
             // it back when it returns. (Not all it holds: memory only filled, or only
@@ -492,10 +487,10 @@ pub fn plan(snap: &Snapshot) -> Plan {
                 floor,
                 demand: n.bytes,
                 // What it touches, and room for the samples in flight while it is busy.
-                active: (n.active + if n.at_rest { 0 } else { SAMPLE_ROOM }).min(n.bytes),
+                active: (n.active + if at_rest { 0 } else { SAMPLE_ROOM }).min(n.bytes),
                 // A resting tenant's hot set, before busy tenants' headroom; a busy
                 // one's counts in its need already.
-                hot: if n.at_rest { resting_hot_set(t, window) } else { 0 },
+                hot: if at_rest { resting_hot_set(t, window) } else { 0 },
                 // Room to lay a resting working set out comes with what it keeps.
                 keep: recently_hot.max(n.bytes + n.relayout_room),
                 hold,
@@ -1318,6 +1313,18 @@ mod tests {
         assert!(plan(&snap(GIB, vec![full])).tenant("a").unwrap().collapse.is_empty());
     }
 
+    /// A 512 MiB tenant at rest 10 s, holding the 192 MiB hot set (96 regions) it
+    /// reused until then.
+    fn resting_with_hot_set(name: &str) -> TenantView {
+        let mut r = active(tenant(name, 512 * MIB), 192 * MIB);
+        r.activeness.as_mut().unwrap().last_interval_bytes = 0;
+        r.at_rest_secs = Some(10.0);
+        r.rest_began_secs = Some(10.0);
+        r.dram = 192 * MIB;
+        r.regions = (0..96).map(|j| region(j * 2 * MIB, Some(12.0), 2 * MIB, 0)).collect();
+        r
+    }
+
     #[test]
     fn resting_tenants_keep_hot_sets_that_fit_before_busy_ones_get_burst_room() {
         // login-storm's 5 on 1 GiB: three busy tenants with 192 MiB hot sets, two at
@@ -1332,12 +1339,9 @@ mod tests {
             b
         };
         let resting = |i: usize| {
-            let mut r = active(tenant(&format!("r{i}"), 512 * MIB), 192 * MIB);
-            r.activeness.as_mut().unwrap().last_interval_bytes = 0;
-            r.at_rest_secs = Some(10.0);
-            r.rest_began_secs = Some(10.0);
+            let mut r = resting_with_hot_set(&format!("r{i}"));
             r.dram = 200 * MIB;
-            r.regions = (0..96).map(|j| region(j * 2 * MIB, Some(12.0 + (j % 10) as f64), 2 * MIB, 0)).collect();
+            r.regions.iter_mut().enumerate().for_each(|(j, x)| x.reused_secs = Some(12.0 + (j % 10) as f64));
             r.regions.extend((96..100).map(|j| region(j * 2 * MIB, None, 2 * MIB, 0)));
             r
         };
@@ -1399,15 +1403,7 @@ mod tests {
         w.dram = 40 * MIB;
         w.regions = (0..96).map(|j| region(j * 2 * MIB, Some(25.0), 0, 2 * MIB)).collect();
         let busy = |i: usize| active(tenant(&format!("b{i}"), 512 * MIB), 192 * MIB);
-        let resting = |i: usize| {
-            let mut r = active(tenant(&format!("r{i}"), 512 * MIB), 192 * MIB);
-            r.activeness.as_mut().unwrap().last_interval_bytes = 0;
-            r.at_rest_secs = Some(10.0);
-            r.rest_began_secs = Some(10.0);
-            r.dram = 192 * MIB;
-            r.regions = (0..96).map(|j| region(j * 2 * MIB, Some(12.0), 2 * MIB, 0)).collect();
-            r
-        };
+        let resting = |i: usize| resting_with_hot_set(&format!("r{i}"));
         let all: Vec<TenantView> = std::iter::once(w).chain((0..2).map(busy)).chain((0..3).map(resting)).collect();
         let p = plan(&snap(GIB, all));
         let tp = p.tenant("w").unwrap();
