@@ -522,6 +522,20 @@ impl Results {
             Some(old) => *old = p,
             None => self.results.push(p),
         }
+        self.in_catalogue_order();
+    }
+
+    /// Orders the points as the catalogue lists them, scenarios and then the points of
+    /// each, so that a point added by a later run reads in its place in the report
+    /// (login-storm's 5 tenants, added last, came after its 10). Points the catalogue
+    /// no longer has go after the others of their scenario, in the order they were.
+    fn in_catalogue_order(&mut self) {
+        let cat = catalogue(self.scale);
+        self.results.sort_by_key(|p| {
+            let sc = cat.iter().position(|s| s.name == p.scenario);
+            let point = sc.and_then(|i| cat[i].points.iter().position(|q| q.label == p.point));
+            (sc.unwrap_or(usize::MAX), point.unwrap_or(usize::MAX))
+        });
     }
 
     /// The results already in `out`, to add to, or none (or an error if they cannot be
@@ -543,6 +557,7 @@ impl Results {
         for p in &mut r.results {
             p.taken.get_or_insert_with(|| run.clone());
         }
+        r.in_catalogue_order();
         Ok(Some(r))
     }
 }
@@ -885,6 +900,28 @@ mod tests {
         std::fs::write(dir.join("results.json"), "{").unwrap();
         assert!(Results::existing(&dir, 1.0).unwrap_err().to_string().contains("--fresh"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn points_read_in_catalogue_order_whatever_order_they_were_run_in() {
+        let cat = catalogue(1.0);
+        let mut r = Results { run: RunInfo::collect(), reps: 1, scale: 1.0, tier: "t".into(), results: Vec::new() };
+        for (scenario, label) in [("login-storm", "10 tenants"), ("density-2x", "2x"), ("login-storm", "5 tenants")] {
+            let sc = cat.iter().find(|s| s.name == scenario).unwrap();
+            let p = sc.points.iter().find(|p| p.label == label).unwrap();
+            r.put(aggregate(p, sc, &[(Mode::Dram, vec![steady_sample(&[100.0], 1.0)])]));
+        }
+        let mut gone = r.results[0].clone();
+        gone.scenario = "login-storm".into();
+        gone.name = "login-storm/3 tenants".into();
+        gone.point = "3 tenants".into();
+        r.put(gone);
+        let names: Vec<&str> = r.results.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["density-2x/2x", "login-storm/5 tenants", "login-storm/10 tenants", "login-storm/3 tenants"],
+            "catalogue order; a point no longer in it last in its scenario"
+        );
     }
 
     fn steady_sample(tp: &[f64], p99: f64) -> Sample {
