@@ -531,7 +531,7 @@ impl Results {
     /// no longer has go after the others of their scenario, in the order they were.
     fn in_catalogue_order(&mut self) {
         let cat = catalogue(self.scale);
-        self.results.sort_by_key(|p| {
+        self.results.sort_by_cached_key(|p| {
             let sc = cat.iter().position(|s| s.name == p.scenario);
             let point = sc.and_then(|i| cat[i].points.iter().position(|q| q.label == p.point));
             (sc.unwrap_or(usize::MAX), point.unwrap_or(usize::MAX))

@@ -80,14 +80,8 @@ fn metrics_move_with_a_real_tenant() {
             tenant_read.max(metric(&page, "tierd_tenant_tier_read_bytes_per_second{tenant=\"w\"}").unwrap_or(0.0));
     }
     assert!(
-        host_read >= MIB as f64,
-        "host tier reads {host_read:.0} B/s after `{}`; tenants: {}",
-        demoted.trim(),
-        d.status()["tenants"]
-    );
-    assert!(
-        tenant_read >= MIB as f64,
-        "tenant tier reads {tenant_read:.0} B/s after `{}`; tenants: {}",
+        host_read >= MIB as f64 && tenant_read >= MIB as f64,
+        "tier reads after `{}`: host {host_read:.0} B/s, tenant {tenant_read:.0} B/s (both should pass 1 MiB/s); tenants: {}",
         demoted.trim(),
         d.status()["tenants"]
     );
