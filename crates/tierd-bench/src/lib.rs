@@ -1,6 +1,7 @@
 //! tierd-bench: the workload generator and the benchmarks that measure tierd.
 #![forbid(unsafe_code)]
 
+pub mod catalogue;
 pub mod chart;
 pub mod engine;
 pub mod harness;

@@ -15,6 +15,7 @@ pub use tierd_sys::memory::PageKind;
 
 use crate::harness::{SlowTier, Throttle, Tierd, sleep};
 use crate::machine::cpu_seconds;
+use crate::workload::Pattern;
 
 /// How memory is managed in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,6 +101,8 @@ pub struct TenantDef {
     pub report: &'static str,
     /// What backs the tenant's memory (the workload's `--thp` / `--small-pages`).
     pub pages: PageKind,
+    /// How the workload picks pages of its hot set (servers follow their own clients).
+    pub pattern: Pattern,
     pub app: App,
 }
 
@@ -114,6 +117,7 @@ impl TenantDef {
             shares: 100,
             report: "1s",
             pages: PageKind::Default,
+            pattern: Pattern::Uniform,
             app: App::Workload,
         }
     }
@@ -258,6 +262,9 @@ fn start_workload(t: &mut Tierd, d: &TenantDef, spec: TenantSpec) -> anyhow::Res
         d.report.into(),
         "--no-verify-all".into(),
     ];
+    if d.pattern == Pattern::Zipf {
+        argv.extend(["--pattern".into(), "zipf".into()]);
+    }
     match d.pages {
         PageKind::Thp => argv.push("--thp".into()),
         PageKind::Small => argv.push("--small-pages".into()),

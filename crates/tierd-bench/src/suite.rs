@@ -9,10 +9,12 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use tierd_core::size::{GIB, MIB};
 
 use crate::harness::{Throttle, interrupted};
 use crate::machine::{RunInfo, median};
+use tierd_core::size::GIB;
+
+use crate::catalogue::catalogue;
 use crate::scenario::{Mode, Run, TenantDef, run};
 
 /// Most tenant memory a single point may use (DESIGN.md: the machines are shared).
@@ -46,7 +48,14 @@ pub struct Point {
 }
 
 impl Point {
-    fn steady(label: impl Into<String>, budget: u64, secs: u64, tenants: Vec<TenantDef>, from: f64, to: f64) -> Point {
+    pub fn steady(
+        label: impl Into<String>,
+        budget: u64,
+        secs: u64,
+        tenants: Vec<TenantDef>,
+        from: f64,
+        to: f64,
+    ) -> Point {
         Point {
             label: label.into(),
             budget,
@@ -77,19 +86,9 @@ impl Point {
 
 #[derive(Debug)]
 pub struct Scenario {
-    pub name: &'static str,
+    pub name: String,
     pub description: String,
     pub points: Vec<Point>,
-}
-
-/// `n` tenants `prefix1..` of `size` MiB with `hot` MiB hot sets, active for `secs`.
-fn steady_tenants(prefix: &str, n: usize, size: u64, hot: u64, secs: u64) -> Vec<TenantDef> {
-    (1..=n).map(|i| TenantDef::new(format!("{prefix}{i}"), size, hot, format!("active:{secs}s"))).collect()
-}
-
-/// Scales a MiB figure, keeping at least 1 MiB.
-fn sc(mib: u64, scale: f64) -> u64 {
-    ((mib as f64 * scale).round() as u64).max(1)
 }
 
 /// Login-storm phases for tenant `i` of `n`: turns of `on` seconds active and `on`
@@ -108,237 +107,6 @@ pub fn staggered_phases(i: usize, n: usize, on: u64, total: u64) -> String {
         pos = (pos + len) % cycle;
     }
     phases.join(",")
-}
-
-/// Steady points run this long and are measured over `[from, to)` seconds: after the
-/// fill and one activeness window (the suite runs tierd with a 30 s window), when
-/// tierd has demoted what was touched only at fill. Measured from 30 s, the steady
-/// figure held that one-time demotion (tier writes of 20–30 MB/s and the TLB flushes
-/// of its page-outs), which plain swap did during the fill, before the measurement.
-const STEADY_SECS: u64 = 125;
-const STEADY_FROM: f64 = 80.0;
-const STEADY_TO: f64 = 120.0;
-
-/// Time a Redis point allows its clients to load their servers before their phases
-/// start (1 GiB of values took ~5 s alone; four load side by side, under the limit).
-const REDIS_LOAD_SECS: u64 = 35;
-/// The same for PostgreSQL: `pgbench -i` writes tables, indexes and their WAL through
-/// the page cache (scale 16 took 5 s alone).
-const PG_LOAD_SECS: u64 = 60;
-
-/// A steady point: `tenants` (built for `STEADY_SECS`) on `budget`, measured over the
-/// steady part of the run.
-fn steady_point(label: impl Into<String>, budget: u64, tenants: Vec<TenantDef>) -> Point {
-    Point::steady(label, budget, STEADY_SECS, tenants, STEADY_FROM, STEADY_TO)
-}
-
-/// Every scenario, memory sizes multiplied by `scale`.
-pub fn catalogue(scale: f64) -> Vec<Scenario> {
-    let s = |mib: u64| sc(mib, scale);
-    let gib = s(1024) * MIB;
-    let mut out = Vec::new();
-
-    // density-2x (seed 000): 2x the tenants a DRAM-only host holds, half of DRAM active.
-    let mut half = steady_point("1x", gib, steady_tenants("t", 2, s(512), s(128), STEADY_SECS));
-    half.only = Some(vec![Mode::Dram]);
-    out.push(Scenario {
-        name: "density-2x",
-        description: format!(
-            "tenants of {} MiB with {} MiB hot sets on {} MiB of DRAM: 2 of them (1x, all in DRAM) and 4 (2x, hot sets 50% of DRAM)",
-            s(512),
-            s(128),
-            s(1024)
-        ),
-        points: vec![half, steady_point("2x", gib, steady_tenants("t", 4, s(512), s(128), STEADY_SECS))],
-    });
-
-    // active-sweep: the 50%/75% guidance against our own numbers.
-    out.push(Scenario {
-        name: "active-sweep",
-        description: format!(
-            "4 tenants of {} MiB at 2x on {} MiB of DRAM, active memory at 25%, 50%, 75% and 90% of DRAM",
-            s(512),
-            s(1024)
-        ),
-        points: [25u64, 50, 75, 90]
-            .iter()
-            .map(|&pct| {
-                let hot = s(1024) * pct / 100 / 4;
-                steady_point(format!("{pct}%"), gib, steady_tenants("t", 4, s(512), hot, STEADY_SECS))
-            })
-            .collect(),
-    });
-
-    // wake-up (seed 004): a big hot set pushed out while idle, on a fast and a slow tier.
-    let wake = |label: &str, budget: u64, size: u64, hot: u64, push: u64, slow: Option<Throttle>| Point {
-        label: label.into(),
-        budget: budget * MIB,
-        secs: 215,
-        tenants: vec![
-            TenantDef::new("sleepy", size, hot, "active:30s,idle:55s,active:125s"),
-            TenantDef::new("pusher1", push, s(128).min(push / 4), "active:30s,sweep:25s,active:155s"),
-            TenantDef::new("pusher2", push, s(128).min(push / 4), "active:30s,sweep:25s,active:155s"),
-        ],
-        measured: vec!["sleepy".into()],
-        measure: Measure::WakeUp { tenant: "sleepy".into(), secs: 120.0, base_from: 15.0, base_to: 29.0 },
-        slow,
-        only: None,
-    };
-    out.push(Scenario {
-        name: "wake-up",
-        description: format!(
-            "`sleepy` ({} MiB hot) idles 55 s while two neighbours sweep all their memory for 25 s, pushing it \
-             out, then go back to small hot sets; then it wakes. Fast tier: {} MiB of DRAM. Slow tier: a {} MiB \
-             hot set on {} MiB of DRAM, tier reads throttled to a hard disk's 150 IOPS and 150 MB/s (counted \
-             where the tier's loop device reads its backing disk, so adjacent pages merge into one read as on a \
-             real disk) from 80 s into the run, just before it wakes",
-            s(1024),
-            s(2048),
-            s(256),
-            s(1024)
-        ),
-        points: vec![
-            wake("fast", s(2048), s(1280), s(1024), s(1024), None),
-            wake("slow", s(1024), s(384), s(256), s(512), Some(Throttle::hard_disk(80))),
-        ],
-    });
-
-    // login-storm: tenants taking turns, as VDI users log in and out.
-    out.push(Scenario {
-        name: "login-storm",
-        description: format!(
-            "tenants of {} MiB ({} MiB hot) on {} MiB of DRAM, active 20 s and idle 20 s in turns, staggered so \
-             half are active at a time; 4 to 12 tenants",
-            s(512),
-            s(192),
-            s(1024)
-        ),
-        // 5: a quarter more than 4, the step the goal asks about (plain swap sustained 4).
-        points: [4usize, 5, 6, 8, 10, 12]
-            .iter()
-            .map(|&n| {
-                let tenants = (0..n)
-                    .map(|i| TenantDef::new(format!("u{}", i + 1), s(512), s(192), staggered_phases(i, n, 20, 135)))
-                    .collect();
-                Point::steady(format!("{n} tenants"), gib, 140, tenants, 30.0, 130.0)
-            })
-            .collect(),
-    });
-
-    // overcommit-sweep (seed 001), on a fast and a hard-disk-like tier.
-    let mut points = Vec::new();
-    for slow in [None, Some(Throttle::hard_disk(25))] {
-        for (label, x10) in [("1.4x", 14u64), ("2x", 20), ("3.4x", 34)] {
-            let size = s(1024) * x10 / 10 / 4;
-            let mut p = steady_point(
-                format!("{label}{}", if slow.is_some() { " slow" } else { "" }),
-                gib,
-                steady_tenants("t", 4, size, s(96), STEADY_SECS),
-            );
-            p.slow = slow;
-            points.push(p);
-        }
-    }
-    out.push(Scenario {
-        name: "overcommit-sweep",
-        description: format!(
-            "4 tenants with {} MiB hot sets on {} MiB of DRAM, total memory 1.4x, 2x and 3.4x of DRAM; on the fast \
-             tier and on the tier throttled to a hard disk (150 IOPS, 150 MB/s) from 25 s into the run, after the \
-             tenants filled their memory",
-            s(96),
-            s(1024)
-        ),
-        points,
-    });
-
-    // noisy-neighbour (seed 002).
-    let mut noisy = steady_tenants("s", 3, s(512), s(128), 85);
-    noisy.push(TenantDef::new("noisy", s(1200), 4, "idle:25s,sweep:55s"));
-    let mut p = Point::steady("", gib, 95, noisy, 35.0, 78.0);
-    p.measured = vec!["s1".into(), "s2".into(), "s3".into()];
-    out.push(Scenario {
-        name: "noisy-neighbour",
-        description: format!(
-            "3 steady tenants ({} MiB, {} MiB hot) and one that sweeps all of its {} MiB at random; {} MiB of DRAM",
-            s(512),
-            s(128),
-            s(1200),
-            s(1024)
-        ),
-        points: vec![p],
-    });
-
-    // redis: real servers at 2x density, hot keys scattered through their memory. A
-    // hot key every 1000 bytes makes its whole page hot: at 5% of keys about a fifth of
-    // each server's pages are touched within the window (active ~50% of DRAM, the
-    // guidance's green edge, where the density goal applies); at 10% about a third are,
-    // plus the dictionary, and active memory is above 75% of DRAM (red): no mode can
-    // hold that, and the point shows what the health colour warns of.
-    let redis_point = |label: &str, hot_pct: u64| {
-        let tenants: Vec<TenantDef> = (1..=4)
-            .map(|i| TenantDef::redis(format!("r{i}"), s(1024), hot_pct, format!("active:{STEADY_SECS}s")))
-            .collect();
-        let budget = tenants.iter().map(|t| t.size).sum::<u64>() / 2;
-        Point::steady(label, budget, STEADY_SECS + REDIS_LOAD_SECS, tenants, STEADY_FROM, STEADY_TO)
-    };
-    let points = vec![redis_point("2x", 5), redis_point("2x 10% hot", 10)];
-    out.push(Scenario {
-        name: "redis",
-        description: format!(
-            "4 redis-server tenants, each loaded with {} MiB of 1000-byte values by its own client (outside the \
-             tenant), which then runs GETs and SETs (9:1) on 5% of the keys (10% in `2x 10% hot`), Zipf(0.99), \
-             each GET checked; {} MiB of DRAM: 2x density. Figures are the clients' ops/s and p99, measured from \
-             when they finished loading",
-            s(1024),
-            points[0].budget / MIB
-        ),
-        points,
-    });
-
-    // postgres: real databases at 2x density, pgbench's transactions on a Zipf hot set.
-    let tenants: Vec<TenantDef> = (1..=4)
-        .map(|i| TenantDef::postgres(format!("pg{i}"), sc(48, scale) as u32, format!("active:{STEADY_SECS}s")))
-        .collect();
-    let budget = tenants.iter().map(|t| t.size).sum::<u64>() / 2;
-    out.push(Scenario {
-        name: "postgres",
-        description: format!(
-            "4 PostgreSQL tenants (pgbench scale {}: ~{} MiB of tables and indexes each, a quarter of that as \
-             shared buffers; no fsync), each initialised and driven by its own pgbench (one connection, outside the \
-             tenant) running TPC-B's account update and read on accounts drawn Zipf(1.01); {} MiB of DRAM: 2x \
-             density. Figures are transactions/s and p99, measured from when initialisation finished",
-            sc(48, scale),
-            sc(48, scale) * 15,
-            budget / MIB
-        ),
-        points: vec![Point::steady("2x", budget, STEADY_SECS + PG_LOAD_SECS, tenants, STEADY_FROM, STEADY_TO)],
-    });
-
-    // contention: active memory above DRAM; does DRAM go where the operator said?
-    out.push(Scenario {
-        name: "contention",
-        description: format!(
-            "active memory 110%, 125% and 150% of {} MiB of DRAM: `reserved` ({} MiB hot, --reserve {} MiB), \
-             `shares200` and `shares100` splitting the rest of the active memory",
-            s(1024),
-            s(400),
-            s(450)
-        ),
-        points: [110u64, 125, 150]
-            .iter()
-            .map(|&pct| {
-                let each = (s(1024) * pct / 100).saturating_sub(s(400)) / 2;
-                let size = s(512).max(each + s(64));
-                let mut reserved = TenantDef::new("reserved", s(512), s(400), "active:75s");
-                reserved.reserve = s(450) * MIB;
-                let mut heavy = TenantDef::new("shares200", size, each, "active:75s");
-                heavy.shares = 200;
-                let light = TenantDef::new("shares100", size, each, "active:75s");
-                Point::steady(format!("{pct}%"), gib, 80, vec![reserved, heavy, light], 30.0, 75.0)
-            })
-            .collect(),
-    });
-    out
 }
 
 /// The figures of one run.
@@ -636,8 +404,8 @@ pub fn aggregate(p: &Point, scenario: &Scenario, samples: &[(Mode, Vec<Sample>)]
         })
         .collect();
     PointResult {
-        name: if p.label.is_empty() { scenario.name.into() } else { format!("{}/{}", scenario.name, p.label) },
-        scenario: scenario.name.into(),
+        name: if p.label.is_empty() { scenario.name.clone() } else { format!("{}/{}", scenario.name, p.label) },
+        scenario: scenario.name.clone(),
         point: p.label.clone(),
         description: scenario.description.clone(),
         tenant_memory_bytes: p.tenant_memory(),
@@ -651,7 +419,12 @@ pub fn aggregate(p: &Point, scenario: &Scenario, samples: &[(Mode, Vec<Sample>)]
 
 /// What `tierd-bench run` was asked to do.
 pub struct Plan {
+    /// Scenario or `SCENARIO/POINT` names; none for every scenario (or, with `files`,
+    /// every scenario of the files).
     pub scenarios: Vec<String>,
+    /// Scenario files of the user's (`--scenario FILE.toml`); one named like a shipped
+    /// scenario takes its place.
+    pub files: Vec<std::path::PathBuf>,
     pub modes: Vec<Mode>,
     pub reps: usize,
     pub scale: f64,
@@ -674,21 +447,31 @@ pub fn choose(plan: &Plan) -> anyhow::Result<Vec<Scenario>> {
         // Without it every mode would be scored against itself (a relative of 1.0).
         anyhow::bail!("--modes must include dram: every figure is relative to dram in the same run");
     }
-    let all = catalogue(plan.scale);
-    // `NAME` picks a scenario, `NAME/POINT` one of its points.
+    let mut all = catalogue(plan.scale);
+    let mut own = Vec::new();
+    for f in &plan.files {
+        let sc = crate::catalogue::load(f, plan.scale)?;
+        own.push(sc.name.clone());
+        match all.iter_mut().find(|c| c.name == sc.name) {
+            Some(c) => *c = sc,
+            None => all.push(sc),
+        }
+    }
+    // `NAME` picks a scenario, `NAME/POINT` one of its points; with files and no names,
+    // the files' scenarios.
     let wanted = |c: &Scenario, p: &Point| {
-        plan.scenarios.is_empty()
+        (plan.scenarios.is_empty() && (own.is_empty() || own.contains(&c.name)))
             || plan.scenarios.iter().any(|s| match s.split_once('/') {
                 Some((n, pt)) => n == c.name && pt == p.label,
-                None => s == c.name,
+                None => *s == c.name,
             })
     };
     for s in &plan.scenarios {
         if !all
             .iter()
-            .any(|c| c.points.iter().any(|p| wanted(c, p) && (s == c.name || s.starts_with(&format!("{}/", c.name)))))
+            .any(|c| c.points.iter().any(|p| wanted(c, p) && (*s == c.name || s.starts_with(&format!("{}/", c.name)))))
         {
-            let names: Vec<&str> = all.iter().map(|c| c.name).collect();
+            let names: Vec<&str> = all.iter().map(|c| c.name.as_str()).collect();
             anyhow::bail!("unknown scenario or point `{s}`: {} (or NAME/POINT, e.g. wake-up/slow)", names.join(", "));
         }
     }
@@ -779,12 +562,19 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tierd_core::size::MIB;
+
+    /// `n` tenants `prefix1..` of `size` MiB with `hot` MiB hot sets, active for `secs`.
+    fn steady_tenants(prefix: &str, n: usize, size: u64, hot: u64, secs: u64) -> Vec<TenantDef> {
+        (1..=n).map(|i| TenantDef::new(format!("{prefix}{i}"), size, hot, format!("active:{secs}s"))).collect()
+    }
 
     #[test]
     fn every_scenario_fits_the_memory_bound_and_the_issue_names() {
-        let plan = Plan { scenarios: vec![], modes: Mode::ALL.to_vec(), reps: 3, scale: 1.0, fresh: false };
+        let plan =
+            Plan { scenarios: vec![], files: vec![], modes: Mode::ALL.to_vec(), reps: 3, scale: 1.0, fresh: false };
         let all = choose(&plan).unwrap();
-        let names: Vec<&str> = all.iter().map(|s| s.name).collect();
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         for n in [
             "density-2x",
             "active-sweep",
@@ -802,6 +592,7 @@ mod tests {
         assert!(choose(&bad).unwrap_err().to_string().contains("tenant memory"));
         let unknown = Plan {
             scenarios: vec!["redis-cluster".into()],
+            files: vec![],
             modes: Mode::ALL.to_vec(),
             reps: 1,
             scale: 1.0,
@@ -876,7 +667,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         assert!(Results::existing(&dir, 1.0).unwrap().is_none());
         let sc = Scenario {
-            name: "x",
+            name: "x".into(),
             description: String::new(),
             points: vec![
                 Point::steady("a", GIB, 10, steady_tenants("t", 1, 512, 128, 10), 0.0, 10.0),
@@ -941,7 +732,7 @@ mod tests {
     #[test]
     fn modes_are_scored_by_median_against_the_median_dram_run() {
         let sc = Scenario {
-            name: "x",
+            name: "x".into(),
             description: String::new(),
             points: vec![Point::steady("p", GIB, 10, steady_tenants("t", 2, 512, 128, 10), 0.0, 10.0)],
         };

@@ -71,7 +71,8 @@ pub fn humantime_like(s: &str) -> anyhow::Result<Duration> {
 }
 
 /// Hot-set access distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Pattern {
     Uniform,
     Zipf,

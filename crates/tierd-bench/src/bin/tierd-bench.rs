@@ -43,6 +43,40 @@ impl ClientRun {
     }
 }
 
+/// Which points of the suite, in which modes and at what scale: `run` and `sim` alike.
+#[derive(clap::Args, Debug)]
+struct SuitePoints {
+    /// Scenarios (default: all shipped ones, or those of --scenario files), or
+    /// SCENARIO/POINT for one point, e.g. wake-up/slow.
+    scenarios: Vec<String>,
+    /// A scenario file of your own (TOML, as bench/scenarios/*.toml); repeatable. One
+    /// named like a shipped scenario takes its place.
+    #[arg(long = "scenario", value_name = "FILE.toml")]
+    files: Vec<std::path::PathBuf>,
+    /// Modes, comma-separated: dram (no limit, the reference), swap (plain Linux
+    /// swap), static (fixed quotas), tierd (the policy).
+    #[arg(long, default_value = "dram,swap,static,tierd")]
+    modes: String,
+    /// Multiplies every memory size (DRAM budget, tenants, hot sets).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+}
+
+impl SuitePoints {
+    fn plan(self, reps: usize, fresh: bool) -> anyhow::Result<tierd_bench::suite::Plan> {
+        let modes =
+            self.modes.split(',').map(tierd_bench::scenario::Mode::parse).collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(tierd_bench::suite::Plan {
+            scenarios: self.scenarios,
+            files: self.files,
+            modes,
+            reps,
+            scale: self.scale,
+            fresh,
+        })
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// A test tenant: fills memory with verifiable content and accesses a hot set,
@@ -144,20 +178,13 @@ enum Cmd {
     /// contention, redis, postgres (all when none is named; a point as SCENARIO/POINT).
     /// A full run takes hours; the estimate is printed first.
     Run {
-        /// Scenarios to run (default: all).
-        scenarios: Vec<String>,
+        #[command(flatten)]
+        points: SuitePoints,
         #[arg(long, default_value = "bench/results")]
         out: std::path::PathBuf,
-        /// Modes, comma-separated: dram (no limit, the reference), swap (plain Linux
-        /// swap), static (fixed quotas), tierd (the policy).
-        #[arg(long, default_value = "dram,swap,static,tierd")]
-        modes: String,
         /// Repetitions of every point in every mode (figures are medians).
         #[arg(long, default_value_t = 3)]
         reps: usize,
-        /// Multiplies every memory size (DRAM budget, tenants, hot sets).
-        #[arg(long, default_value_t = 1.0)]
-        scale: f64,
         /// Print the plan and its estimated time, run nothing.
         #[arg(long)]
         dry_run: bool,
@@ -273,9 +300,9 @@ fn main() {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
-        Cmd::Run { scenarios, out, modes, reps, scale, dry_run, fresh, report_only, logs } => {
+        Cmd::Run { points, out, reps, dry_run, fresh, report_only, logs } => {
             if report_only {
-                let r = tierd_bench::suite::Results::existing(&out, scale)?
+                let r = tierd_bench::suite::Results::existing(&out, points.scale)?
                     .ok_or_else(|| anyhow::anyhow!("no results.json in {} to report on", out.display()))?;
                 tierd_bench::report::write(&out, &r)?;
                 println!("report of {} points written to {}", r.results.len(), out.display());
@@ -285,8 +312,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             if let Some(dir) = logs {
                 tierd_bench::harness::keep_logs_in(dir)?;
             }
-            let modes = modes.split(',').map(tierd_bench::scenario::Mode::parse).collect::<anyhow::Result<Vec<_>>>()?;
-            let plan = tierd_bench::suite::Plan { scenarios, modes, reps, scale, fresh };
+            let plan = points.plan(reps, fresh)?;
             let chosen = tierd_bench::suite::choose(&plan)?;
             let secs = tierd_bench::suite::estimate_secs(&chosen, &plan);
             for c in &chosen {
