@@ -16,7 +16,6 @@ pub mod http;
 pub mod leftovers;
 pub mod metrics;
 pub mod mover;
-pub mod pace;
 pub mod server;
 pub mod state;
 pub mod tenant;

@@ -126,7 +126,7 @@ pub struct Tenant {
     /// The tenant's own major faults (what its rates, and so wake-ups, are made of).
     pub own_faults: OwnFaults,
     /// Its CPU use, read at the between-interval looks: whether it is at rest.
-    pub pace: crate::pace::CpuPace,
+    pub pace: tierd_core::pace::CpuPace,
     /// When a task of it was last found waiting at its quota (see `Engine::release_waiters`).
     pub waited_at: Option<Instant>,
     /// Regions, by (pid, start), whose tier pages are known to lie in runs since its

@@ -81,7 +81,7 @@ const FAULTING_READINGS: u32 = 6;
 const WAKE_AT_ONCE_FAULTS: f64 = 1000.0;
 
 /// Tier reads a second that count as reading from the tier.
-const FAULTING: f64 = tierd_core::policy::WAKE_MIN_FAULTS;
+const FAULTING: f64 = crate::policy::WAKE_MIN_FAULTS;
 
 impl CpuPace {
     /// Takes a reading: `cpu_secs` used so far by its processes at time `now`, the rate
