@@ -14,6 +14,8 @@ pub mod qmp;
 pub mod redis_load;
 pub mod report;
 pub mod scenario;
+pub mod sim;
 pub mod suite;
+pub mod validate;
 pub mod vm_bench;
 pub mod workload;

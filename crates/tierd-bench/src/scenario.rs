@@ -19,16 +19,18 @@ use crate::workload::Pattern;
 
 /// How memory is managed in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     Dram,
     Swap,
     Static,
     Tierd,
+    /// DRAM as a direct-mapped cache of the tier (seed 002): the simulator only.
+    MemoryMode,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Dram, Mode::Swap, Mode::Static, Mode::Tierd];
+    pub const ALL: [Mode; 5] = [Mode::Dram, Mode::Swap, Mode::Static, Mode::Tierd, Mode::MemoryMode];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -36,6 +38,7 @@ impl Mode {
             Mode::Swap => "swap",
             Mode::Static => "static",
             Mode::Tierd => "tierd",
+            Mode::MemoryMode => "memory-mode",
         }
     }
 
@@ -43,14 +46,14 @@ impl Mode {
         Mode::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| anyhow::anyhow!("unknown mode `{s}`: dram, swap, static or tierd"))
+            .ok_or_else(|| anyhow::anyhow!("unknown mode `{s}`: dram, swap, static, tierd or memory-mode"))
     }
 
     /// tierd's flags for this mode with `budget` bytes of DRAM.
     fn args(self, budget: u64, ratio: f64) -> Vec<String> {
         // `dram`: the same harness, but a budget no tenant set here comes near.
         let (policy, budget) = match self {
-            Mode::Dram => ("none", 16 << 30),
+            Mode::Dram | Mode::MemoryMode => ("none", 16 << 30),
             Mode::Swap => ("none", budget),
             Mode::Static => ("static", budget),
             Mode::Tierd => ("tierd", budget),

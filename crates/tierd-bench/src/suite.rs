@@ -272,10 +272,22 @@ impl PointResult {
     }
 }
 
+/// Results that came from the simulator, not from runs on this machine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Simulated {
+    /// Seeds per point and mode (the `reps` of a simulated run).
+    pub seeds: usize,
+    /// Wall time the whole simulation took here.
+    pub wall_secs: f64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
     /// The latest run that wrote the file.
     pub run: RunInfo,
+    /// Set when the simulator wrote these results (`tierd-bench sim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated: Option<Simulated>,
     pub reps: usize,
     pub scale: f64,
     pub tier: String,
@@ -430,6 +442,8 @@ pub struct Plan {
     pub scale: f64,
     /// Start a new results file instead of adding to the one in the output directory.
     pub fresh: bool,
+    /// For the simulator (which has modes the real suite has not).
+    pub simulated: bool,
 }
 
 /// The chosen scenarios, checked: names known, memory within bounds.
@@ -443,9 +457,21 @@ pub fn choose(plan: &Plan) -> anyhow::Result<Vec<Scenario>> {
     if plan.modes.is_empty() {
         anyhow::bail!("--modes names no mode");
     }
+    if plan.modes.contains(&Mode::MemoryMode) && !plan.simulated {
+        anyhow::bail!("memory-mode exists only in the simulator: run it with `tierd-bench sim`");
+    }
     if !plan.modes.contains(&Mode::Dram) {
         // Without it every mode would be scored against itself (a relative of 1.0).
         anyhow::bail!("--modes must include dram: every figure is relative to dram in the same run");
+    }
+    select(plan)
+}
+
+/// The scenarios and points a plan names (shipped and its files'), checked against
+/// the memory bound; modes and repetitions are not looked at.
+pub fn select(plan: &Plan) -> anyhow::Result<Vec<Scenario>> {
+    if !(plan.scale > 0.0 && plan.scale <= 4.0) {
+        anyhow::bail!("--scale {} must be above 0 and at most 4", plan.scale);
     }
     let mut all = catalogue(plan.scale);
     let mut own = Vec::new();
@@ -524,6 +550,7 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
     let earlier = if plan.fresh { None } else { Results::existing(out, plan.scale)? };
     let mut res = Results {
         run: RunInfo::collect(),
+        simulated: None,
         reps: plan.reps,
         scale: plan.scale,
         tier: "the tierd default: a swap file behind a loop device on the host's disk".into(),
@@ -572,7 +599,7 @@ mod tests {
     #[test]
     fn every_scenario_fits_the_memory_bound_and_the_issue_names() {
         let plan =
-            Plan { scenarios: vec![], files: vec![], modes: Mode::ALL.to_vec(), reps: 3, scale: 1.0, fresh: false };
+            Plan { scenarios: vec![], files: vec![], modes: Mode::ALL[..4].to_vec(), reps: 3, scale: 1.0, fresh: false, simulated: false };
         let all = choose(&plan).unwrap();
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         for n in [
@@ -593,10 +620,11 @@ mod tests {
         let unknown = Plan {
             scenarios: vec!["redis-cluster".into()],
             files: vec![],
-            modes: Mode::ALL.to_vec(),
+            modes: Mode::ALL[..4].to_vec(),
             reps: 1,
             scale: 1.0,
             fresh: false,
+            simulated: false,
         };
         assert!(choose(&unknown).unwrap_err().to_string().contains("unknown scenario"));
         let one = Plan { scenarios: vec!["wake-up/slow".into(), "contention".into()], ..unknown };
@@ -674,7 +702,7 @@ mod tests {
                 Point::steady("b", GIB, 10, steady_tenants("t", 1, 512, 128, 10), 0.0, 10.0),
             ],
         };
-        let mut first = Results { run: RunInfo::collect(), reps: 1, scale: 1.0, tier: "t".into(), results: Vec::new() };
+        let mut first = Results { run: RunInfo::collect(), simulated: None, reps: 1, scale: 1.0, tier: "t".into(), results: Vec::new() };
         for p in &sc.points {
             first.put(aggregate(p, &sc, &[(Mode::Dram, vec![steady_sample(&[100.0], 1.0)])]));
         }
@@ -696,7 +724,7 @@ mod tests {
     #[test]
     fn points_read_in_catalogue_order_whatever_order_they_were_run_in() {
         let cat = catalogue(1.0);
-        let mut r = Results { run: RunInfo::collect(), reps: 1, scale: 1.0, tier: "t".into(), results: Vec::new() };
+        let mut r = Results { run: RunInfo::collect(), simulated: None, reps: 1, scale: 1.0, tier: "t".into(), results: Vec::new() };
         for (scenario, label) in [("login-storm", "10 tenants"), ("density-2x", "2x"), ("login-storm", "5 tenants")] {
             let sc = cat.iter().find(|s| s.name == scenario).unwrap();
             let p = sc.points.iter().find(|p| p.label == label).unwrap();

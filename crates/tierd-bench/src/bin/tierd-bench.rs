@@ -54,18 +54,25 @@ struct SuitePoints {
     #[arg(long = "scenario", value_name = "FILE.toml")]
     files: Vec<std::path::PathBuf>,
     /// Modes, comma-separated: dram (no limit, the reference), swap (plain Linux
-    /// swap), static (fixed quotas), tierd (the policy).
-    #[arg(long, default_value = "dram,swap,static,tierd")]
-    modes: String,
+    /// swap), static (fixed quotas), tierd (the policy); the simulator also has
+    /// memory-mode (DRAM as a direct-mapped cache of the tier). Default: all of them.
+    #[arg(long)]
+    modes: Option<String>,
     /// Multiplies every memory size (DRAM budget, tenants, hot sets).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
 }
 
 impl SuitePoints {
-    fn plan(self, reps: usize, fresh: bool) -> anyhow::Result<tierd_bench::suite::Plan> {
-        let modes =
-            self.modes.split(',').map(tierd_bench::scenario::Mode::parse).collect::<anyhow::Result<Vec<_>>>()?;
+    fn plan(self, reps: usize, fresh: bool, simulated: bool) -> anyhow::Result<tierd_bench::suite::Plan> {
+        let all = if simulated { "dram,swap,static,tierd,memory-mode" } else { "dram,swap,static,tierd" };
+        let modes = self
+            .modes
+            .as_deref()
+            .unwrap_or(all)
+            .split(',')
+            .map(tierd_bench::scenario::Mode::parse)
+            .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(tierd_bench::suite::Plan {
             scenarios: self.scenarios,
             files: self.files,
@@ -73,6 +80,7 @@ impl SuitePoints {
             reps,
             scale: self.scale,
             fresh,
+            simulated,
         })
     }
 }
@@ -201,6 +209,29 @@ enum Cmd {
         #[arg(long, value_name = "DIR")]
         logs: Option<std::path::PathBuf>,
     },
+    /// The suite in the simulator (tierd-sim): every point in every mode over --seeds
+    /// seeds, with the real tierd policy code, in minutes. Writes results.json,
+    /// report.md and charts to --out as `run` does, marked as simulated.
+    Sim {
+        #[command(flatten)]
+        points: SuitePoints,
+        #[arg(long, default_value = "bench/results/sim")]
+        out: std::path::PathBuf,
+        /// Seeds per point and mode (figures are medians, ranges over seeds).
+        #[arg(long, default_value_t = 10)]
+        seeds: usize,
+        /// Print what each tenant does second by second in one run instead (one point,
+        /// the first mode given, seed 0): ops/s, DRAM, tier, quota, faults/s.
+        #[arg(long)]
+        trace: bool,
+        /// Simulate every point of the real results in --real, in its modes, and write
+        /// validation.md and validation.json (the simulator against the real suite).
+        #[arg(long, conflicts_with = "trace")]
+        validate: bool,
+        /// The real suite's results that --validate compares against.
+        #[arg(long, default_value = "bench/results/suite/results.json")]
+        real: std::path::PathBuf,
+    },
     /// Live migration of a tiered VM against the same VM all in DRAM: QEMU's total
     /// time and downtime, and the guest's throughput during it (~4 minutes per mode).
     /// Needs the test guest (scripts/guest.sh). Writes vm.json and vm.md to --out.
@@ -312,7 +343,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             if let Some(dir) = logs {
                 tierd_bench::harness::keep_logs_in(dir)?;
             }
-            let plan = points.plan(reps, fresh)?;
+            let plan = points.plan(reps, fresh, false)?;
             let chosen = tierd_bench::suite::choose(&plan)?;
             let secs = tierd_bench::suite::estimate_secs(&chosen, &plan);
             for c in &chosen {
@@ -333,6 +364,39 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 println!("{:<16} {:<10} {}", g.scenario, format!("{:?}", g.verdict), g.measured);
             }
             println!("results in {}", out.display());
+            Ok(0)
+        }
+        Cmd::Sim { points, out, seeds, trace, validate, real } => {
+            if trace {
+                return tierd_bench::sim::trace(&points.plan(0, true, true)?);
+            }
+            if validate {
+                let text = std::fs::read_to_string(&real).with_context(|| format!("cannot read {}", real.display()))?;
+                let real: tierd_bench::suite::Results = serde_json::from_str(&text)?;
+                let plan = tierd_bench::validate::plan_for(&real, seeds);
+                let sim = tierd_bench::sim::run(&plan, seeds, Some(&out))?;
+                let v = tierd_bench::validate::compare(&real, &sim);
+                tierd_bench::validate::write(&out, &v)?;
+                let pct = |x: Option<f64>| x.map_or("—".to_string(), |x| format!("{:.0}%", x * 100.0));
+                println!(
+                    "order agreement {} of {} points, within tolerance {} of {} pairs; {}",
+                    pct(v.order_agreement),
+                    v.ordered_points,
+                    pct(v.within_tolerance),
+                    v.compared_pairs,
+                    out.join("validation.md").display()
+                );
+                return Ok(0);
+            }
+            let plan = points.plan(seeds, true, true)?;
+            let r = tierd_bench::sim::run(&plan, seeds, Some(&out))?;
+            for p in &r.results {
+                let line: Vec<String> =
+                    p.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();
+                println!("{:<26} {}", p.name, line.join("  "));
+            }
+            let secs = r.simulated.as_ref().map_or(0.0, |s| s.wall_secs);
+            println!("simulated {} points, {seeds} seeds, in {secs:.0} s; results in {}", r.results.len(), out.display());
             Ok(0)
         }
         Cmd::GuestCommand { ram, workload, kvm, extra } => {

@@ -1,0 +1,87 @@
+//! Every figure the model rests on, with where it comes from.
+//!
+//! "DESIGN" is `../shared/DESIGN.md` ("Facts measured on these machines"); "suite" is
+//! the committed real suite (`bench/results/suite/results.json`). Figures fitted on the
+//! three calibration points (density-2x/2x, contention/125%, wake-up/fast) say so; no
+//! other point of the real suite was used to set any figure here.
+
+/// Wall time of one simulation step.
+pub const DT: f64 = 0.02;
+/// The machines have 2 cores (DESIGN).
+pub const CPUS: f64 = 2.0;
+pub const PAGE: f64 = 4096.0;
+pub const REGION_PAGES: usize = 512;
+pub const REGION: u64 = 2 << 20;
+
+/// CPU per access of the workload generator (a cache line read and checked, two clock
+/// reads): density-2x/2x under `dram`, four tenants on two cores did 1.82 M ops/s each.
+pub const WORKLOAD_OP_SECS: f64 = 0.5 / 1.82e6;
+/// The workload's fill writes every page once: ~1 GiB/s of one core (assumed; the fill
+/// is over before any figure is measured).
+pub const FILL_PAGES_PER_CPU_SEC: f64 = (1u64 << 30) as f64 / PAGE;
+
+/// Redis: the four clients together did 156 k ops/s on two cores under `dram`
+/// (suite, redis/2x), server and client each one thread in ping-pong: 12.8 µs of CPU
+/// per operation, two pages touched (its dictionary entry and its value).
+pub const REDIS_OP_SECS: f64 = 2.0 / 156e3;
+pub const REDIS_PAGES_PER_OP: f64 = 2.0;
+/// PostgreSQL: 10 k pgbench transactions/s for four tenants under `dram` (suite,
+/// postgres/2x): 200 µs of CPU each, about ten buffer and index pages touched.
+pub const PG_OP_SECS: f64 = 2.0 / 10e3;
+pub const PG_PAGES_PER_OP: f64 = 10.0;
+
+/// Fast tier: a swap-in from the tier file costs 75–90 µs at p50 (DESIGN).
+pub const FAST_READ_SECS: f64 = 80e-6;
+/// 4 KiB random reads at queue depth 32: ~100 k IOPS (DESIGN).
+pub const FAST_IOPS: f64 = 100e3;
+/// Sequential reads 1.6–2.5 GiB/s (DESIGN).
+pub const FAST_BYTES_PER_SEC: f64 = 1.6 * (1u64 << 30) as f64;
+/// Prefetch of laid-out regions comes back at ~1.5 GiB/s, of scattered pages at
+/// ~150 MiB/s (DESIGN, the `tierd` policy's wake-up measurements).
+pub const FAST_PREFETCH_RUN_BYTES_PER_SEC: f64 = 1.5 * (1u64 << 30) as f64;
+pub const FAST_PREFETCH_SCATTERED_BYTES_PER_SEC: f64 = 150.0 * (1u64 << 20) as f64;
+/// The hard-disk-like tier: reads throttled to 150 IOPS and 150 MB/s (suite).
+pub const SLOW_IOPS: f64 = 150.0;
+pub const SLOW_BYTES_PER_SEC: f64 = 150e6;
+/// A read of laid-out pages that the loop device merges: up to 128 KiB per I/O on the
+/// slow tier (the block layer's default maximum request; an assumption).
+pub const MERGED_READ_PAGES: f64 = 32.0;
+
+/// CPU a major fault costs its thread beyond the wait (the swap-in path, the page
+/// table update): an assumption, small beside the read.
+pub const FAULT_CPU_SECS: f64 = 6e-6;
+/// A fault on a page still in the swap cache (a sampled page, a prefetched one):
+/// no read, a minor fault.
+pub const MINOR_FAULT_SECS: f64 = 1.5e-6;
+/// CPU reclaim spends per page it scans at a limit (v1 has no background reclaim for a
+/// memory cgroup: the faulting task reclaims, passing over pages touched lately).
+pub const RECLAIM_SCAN_SECS: f64 = 2e-6;
+/// What a fault at a limit waits beyond its read: the page it evicts is written out
+/// first. Fitted on wake-up/fast: under `swap` the woken tenant read its 1 GiB hot set
+/// back in 57 s (~4.6 k faults/s, ~200 µs a fault against 80 µs for the read alone).
+pub const RECLAIM_WAIT_SECS: f64 = 110e-6;
+/// Pages a demand fault reads when its neighbours lie in a run of swap slots: the
+/// kernel's cluster readahead (`page-cluster` 3; this disk reports itself rotational,
+/// so readahead follows slots, not addresses).
+pub const READAHEAD_PAGES: f64 = 8.0;
+
+/// `MADV_PAGEOUT` from another process: ~2 GiB/s (DESIGN).
+pub const PAGEOUT_BYTES_PER_SEC: f64 = 2.0 * (1u64 << 30) as f64;
+/// A v1 limit written below usage reclaims in the write, 32 pages at a time: ~170 MiB/s
+/// (measured for the `tierd` policy's quota cuts).
+pub const LIMIT_RECLAIM_BYTES_PER_SEC: f64 = 170.0 * (1u64 << 20) as f64;
+/// CPU per page the sampling tracker unmaps: ~62 µs per single-page iovec, ~20 µs per
+/// page in 16-page runs (DESIGN); in its 4-page runs about 30 µs.
+pub const SAMPLE_CPU_SECS: f64 = 30e-6;
+/// CPU to scan a tenant's page table with `PAGEMAP_SCAN`: a few ms per GiB (DESIGN).
+pub const SCAN_CPU_SECS_PER_GIB: f64 = 4e-3;
+/// CPU of tierd's own pass per tenant (reading counters, planning): an assumption.
+pub const PASS_CPU_SECS_PER_TENANT: f64 = 0.5e-3;
+/// CPU of `MADV_PAGEOUT` / `MADV_WILLNEED` per GiB moved, charged to tierd.
+pub const MOVE_CPU_SECS_PER_GIB: f64 = 0.25;
+
+/// Run-to-run spread of a tenant's speed: `dram`'s own repetitions spread ±10–15%
+/// around their median (DESIGN); a run draws one factor for all its tenants and a
+/// smaller one per tenant.
+pub const RUN_SPEED_SD: f64 = 0.04;
+pub const TENANT_SPEED_SD: f64 = 0.02;

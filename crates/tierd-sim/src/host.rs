@@ -1,0 +1,570 @@
+//! One host, stepped in time: tenants running on 2 CPUs, their memory under cgroup
+//! limits, the kernel's reclaim, the tier device.
+//!
+//! Each step every running tenant does as many operations as its CPU share and its
+//! faults allow: X operations cost X·c of CPU (at share s of a core, X·c/s of wall
+//! time) and each read from the tier waits the device's latency. The CPU share is
+//! processor sharing among what is runnable. Pages the tenants bring in over a limit
+//! are reclaimed by the LRU of the cgroup at that limit, in Che's approximation: what
+//! stays is the pages touched within the last T seconds, T such that they fill the
+//! limit (a page of class c was touched within T with probability 1 − e^(−Λc), Λc its
+//! accesses over T, so an idle tenant's pages go once its idleness exceeds T). Under
+//! one shared limit a tenant that runs faster touches its pages more often and keeps
+//! them: the kernel lets a few tenants win.
+
+use std::collections::VecDeque;
+
+use crate::access::{Layout, PhaseKind, TenantModel};
+use crate::calib::{
+    CPUS, DT, FAULT_CPU_SECS, FILL_PAGES_PER_CPU_SEC, LIMIT_RECLAIM_BYTES_PER_SEC, MINOR_FAULT_SECS, PAGE,
+    RECLAIM_SCAN_SECS, RECLAIM_WAIT_SECS,
+};
+use crate::device::{Device, Slow};
+use crate::memory::{ClassTotals, Memory, Touched};
+
+/// How often a tenant's exposure is remembered, and for how long an LRU looks back.
+const HISTORY_SECS: f64 = 0.25;
+const MAX_TURNOVER_SECS: f64 = 600.0;
+/// Reclaim gives up passing over touched pages at some point (it raises its priority).
+const MAX_SCAN_RATIO: f64 = 32.0;
+
+/// One report of a tenant, as the workload generator prints each second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub t: f64,
+    pub phase: PhaseKind,
+    pub ops_per_sec: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+/// What a tenant is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doing {
+    Fill,
+    Phase(PhaseKind),
+    Done,
+}
+
+/// A tenant in the host.
+#[derive(Debug)]
+pub struct Tenant {
+    pub model: TenantModel,
+    pub layout: Layout,
+    pub mem: Memory,
+    /// This run's speed of the tenant relative to the calibration (run-to-run spread).
+    pub speed: f64,
+    /// When its fill ended: its own clock (phases, reports) starts there.
+    pub started: Option<f64>,
+    start_delay: f64,
+    /// Accesses per page of each class so far.
+    pub exposure: Vec<f64>,
+    /// `exposure` as it was, every [`HISTORY_SECS`], newest last (for the LRU).
+    history: VecDeque<(f64, Vec<f64>)>,
+    pub cpu_secs: f64,
+    /// Operations done so far.
+    pub ops_done: f64,
+    /// Its own major faults (reads it waited for), and minor ones.
+    pub major_faults: f64,
+    pub minor_faults: f64,
+    /// The limit asked for and the one in force (a cut reclaims toward it), in pages.
+    pub quota: Option<f64>,
+    limit_now: Option<f64>,
+    /// Pages its own limit's reclaim scans per page it frees.
+    scan_ratio: f64,
+    pub reports: Vec<Report>,
+    window_ops: f64,
+    window_ios: f64,
+    window_fault_secs: f64,
+    next_report: f64,
+    totals: Vec<ClassTotals>,
+    /// Operations per second in the last step.
+    last_ops: f64,
+}
+
+impl Tenant {
+    fn new(model: TenantModel, speed: f64, start_delay: f64) -> Tenant {
+        let layout = Layout::of(&model);
+        let mem = Memory::new(&layout);
+        let classes = layout.classes;
+        Tenant {
+            model,
+            layout,
+            mem,
+            speed,
+            started: None,
+            start_delay,
+            exposure: vec![0.0; classes],
+            history: VecDeque::new(),
+            cpu_secs: 0.0,
+            ops_done: 0.0,
+            major_faults: 0.0,
+            minor_faults: 0.0,
+            quota: None,
+            limit_now: None,
+            scan_ratio: 1.0,
+            reports: Vec::new(),
+            window_ops: 0.0,
+            window_ios: 0.0,
+            window_fault_secs: 0.0,
+            next_report: 1.0,
+            totals: Vec::new(),
+            last_ops: 0.0,
+        }
+    }
+
+    /// What it does at `now`, and seconds into its own clock.
+    pub fn doing(&self, now: f64) -> Doing {
+        let Some(start) = self.started else {
+            return if now >= self.start_delay { Doing::Fill } else { Doing::Done };
+        };
+        let mut t = now - start;
+        for &(kind, secs) in &self.model.phases {
+            if t < secs {
+                return Doing::Phase(kind);
+            }
+            t -= secs;
+        }
+        Doing::Done
+    }
+
+    /// A thread of it is not asleep: running, waiting for a CPU or for the tier.
+    pub fn busy(&self, now: f64) -> bool {
+        matches!(self.doing(now), Doing::Fill | Doing::Phase(PhaseKind::Active) | Doing::Phase(PhaseKind::Sweep))
+    }
+
+    pub fn dram_pages(&self) -> f64 {
+        self.mem.dram_pages()
+    }
+
+    /// Accesses per page of class `c` over the last `secs`.
+    fn exposure_over(&self, c: usize, now: f64, secs: f64) -> f64 {
+        let at = now - secs;
+        let i = self.history.partition_point(|(t, _)| *t <= at);
+        let then = match (i.checked_sub(1).and_then(|j| self.history.get(j)), self.history.get(i)) {
+            (Some((t0, a)), Some((t1, b))) => a[c] + (b[c] - a[c]) * (at - t0) / (t1 - t0).max(1e-9),
+            (None, Some((_, b))) => b[c] * 0.0,
+            (Some((_, a)), None) => a[c],
+            (None, None) => 0.0,
+        };
+        (self.exposure[c] - then).max(0.0)
+    }
+
+    fn remember_exposure(&mut self, now: f64) {
+        if self.history.back().is_none_or(|(t, _)| now - t >= HISTORY_SECS) {
+            self.history.push_back((now, self.exposure.clone()));
+            while self.history.front().is_some_and(|(t, _)| now - t > MAX_TURNOVER_SECS + 1.0) {
+                self.history.pop_front();
+            }
+        }
+    }
+
+    /// The limit its cgroup has now, in pages.
+    pub fn limit_now(&self) -> Option<f64> {
+        self.limit_now
+    }
+}
+
+/// What one tenant asks of a step at a given CPU share.
+#[derive(Debug, Clone, Copy, Default)]
+struct Demand {
+    ops: f64,
+    touched: Touched,
+    fill_pages: f64,
+    /// CPU work (seconds) and the share of the step it wants a CPU.
+    cpu: f64,
+    runnable: f64,
+}
+
+/// The host.
+#[derive(Debug)]
+pub struct Host {
+    pub now: f64,
+    pub tenants: Vec<Tenant>,
+    pub device: Device,
+    /// One limit over all tenants (their common parent cgroup), in pages.
+    pub group_limit: Option<f64>,
+    group_scan_ratio: f64,
+    cpu_share: f64,
+    /// CPU seconds of tierd's work not done yet: it runs on the same CPUs.
+    pub tierd_debt: f64,
+    /// Regions to read back from the tier: (tenant, region, then page out whole).
+    pub prefetch: VecDeque<(usize, usize, bool)>,
+    /// Pages written to the tier this step (reclaim, page-outs).
+    written: f64,
+    /// `memory-mode`: DRAM is a direct-mapped cache of the tier instead.
+    pub direct_mapped: Option<crate::memory_mode::DirectMapped>,
+}
+
+impl Host {
+    pub fn new(models: Vec<TenantModel>, slow: Option<Slow>, rng: &mut fastrand::Rng) -> Host {
+        let run_speed = 1.0 + crate::calib::RUN_SPEED_SD * normal(rng);
+        let tenants = models
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let speed = run_speed * (1.0 + crate::calib::TENANT_SPEED_SD * normal(rng));
+                // The harness starts tenants one after another through tierd's API.
+                Tenant::new(m, speed.max(0.5), 0.02 * i as f64 + 0.05 * rng.f64())
+            })
+            .collect();
+        Host {
+            now: 0.0,
+            tenants,
+            device: Device::new(slow),
+            group_limit: None,
+            group_scan_ratio: 1.0,
+            cpu_share: 1.0,
+            tierd_debt: 0.0,
+            prefetch: VecDeque::new(),
+            written: 0.0,
+            direct_mapped: None,
+        }
+    }
+
+    /// Sets tenant `i`'s quota (`None`: no limit of its own). A cut below what it holds
+    /// is reclaimed at the speed a v1 limit write reclaims; returns the seconds the
+    /// write takes (the control loop waits for it).
+    pub fn set_quota(&mut self, i: usize, quota: Option<f64>) -> f64 {
+        let t = &mut self.tenants[i];
+        t.quota = quota;
+        match quota {
+            Some(q) if q < t.dram_pages() => {
+                let cut = t.dram_pages() - q;
+                t.limit_now = Some(t.limit_now.unwrap_or(f64::INFINITY).min(t.dram_pages()));
+                cut * PAGE / LIMIT_RECLAIM_BYTES_PER_SEC
+            }
+            _ => {
+                t.limit_now = quota;
+                0.0
+            }
+        }
+    }
+
+    /// Pages tierd wrote out (page-outs) outside a step.
+    pub fn add_written(&mut self, pages: f64) {
+        self.written += pages;
+    }
+
+    /// One step of `DT`.
+    pub fn step(&mut self) {
+        let now = self.now;
+        for t in &mut self.tenants {
+            t.totals = t.mem.totals();
+            if t.started.is_none() && t.mem.filled() && now >= t.start_delay {
+                t.started = Some(now);
+                t.next_report = 1.0;
+            }
+        }
+        self.update_direct_mapped();
+        let latency = self.device.read_latency();
+        let tierd_cores = (self.tierd_debt / DT).min(1.0);
+        // Processor sharing: the share follows what is runnable, settled over two rounds
+        // (and across steps: phases change far more slowly than a step).
+        let mut demands = Vec::new();
+        for _ in 0..2 {
+            demands = self.tenants.iter().enumerate().map(|(i, t)| self.demand(i, t, latency)).collect();
+            let runnable: f64 = demands.iter().map(|d: &Demand| d.runnable).sum::<f64>() + tierd_cores;
+            let target = if runnable <= CPUS { 1.0 } else { CPUS / runnable };
+            self.cpu_share += (target - self.cpu_share) * 0.5;
+        }
+        // The device serves what it can; faulting tenants slow down to it.
+        let reads: f64 = demands.iter().map(|d| d.touched.ios).sum();
+        let pages: f64 = demands.iter().map(|d| d.touched.pages_in).sum();
+        let served = self.device.admit(now, reads, pages, DT);
+        if served < 1.0 {
+            for d in &mut demands {
+                if d.touched.ios > 0.0 {
+                    d.ops *= served;
+                }
+            }
+        }
+        let mut reads_done = 0.0;
+        let mut pages_done = 0.0;
+        for (t, d) in self.tenants.iter_mut().zip(&demands) {
+            let doing = t.doing(now);
+            if doing == Doing::Fill {
+                t.mem.fill(d.fill_pages);
+            }
+            let mut got = Touched::default();
+            t.last_ops = 0.0;
+            if let Doing::Phase(kind) = doing
+                && d.ops > 0.0
+            {
+                let per_page = t.layout.per_page(kind);
+                let x = d.ops;
+                t.last_ops = x;
+                let lambda: Vec<f64> = per_page.iter().map(|a| a * x).collect();
+                got = if self.direct_mapped.is_some() {
+                    // DRAM caches the tier: every miss is a read, nothing moves between tiers.
+                    let ios = d.touched.ios * if served < 1.0 { served } else { 1.0 };
+                    Touched { ios, pages_in: ios, ..Touched::default() }
+                } else {
+                    t.mem.touch(&lambda, DT)
+                };
+                for (e, l) in t.exposure.iter_mut().zip(&lambda) {
+                    *e += l * DT;
+                }
+            }
+            reads_done += got.ios;
+            pages_done += got.pages_in;
+            t.major_faults += got.ios;
+            t.minor_faults += got.minor;
+            t.cpu_secs += d.cpu * if served < 1.0 && got.ios > 0.0 { served } else { 1.0 };
+            t.window_ops += d.ops * DT;
+            t.ops_done += d.ops * DT;
+            t.window_ios += got.ios;
+            t.window_fault_secs += got.ios * latency;
+        }
+        self.tierd_debt = (self.tierd_debt - tierd_cores * self.cpu_share * DT).max(0.0);
+        let demand_rho = self.device.demand_rho(now, reads_done, pages_done, DT);
+        let prefetch_rho = self.run_prefetch(demand_rho);
+        for t in &mut self.tenants {
+            t.remember_exposure(now + DT);
+        }
+        self.enforce_limits();
+        let written = std::mem::take(&mut self.written);
+        self.device.step(now, DT, reads_done, pages_done, prefetch_rho, written);
+        self.now += DT;
+        let share = self.cpu_share;
+        for t in &mut self.tenants {
+            report(t, self.now, share, latency);
+        }
+    }
+
+    /// What tenant `i` would do this step at the current CPU share.
+    fn demand(&self, i: usize, t: &Tenant, latency: f64) -> Demand {
+        let s = self.cpu_share;
+        let reclaim = self.reclaim_secs(i);
+        match t.doing(self.now) {
+            Doing::Fill => {
+                let per_page = 1.0 / (FILL_PAGES_PER_CPU_SEC * t.speed) + reclaim.0;
+                Demand { fill_pages: s * DT / per_page, cpu: s * DT, runnable: 1.0, ..Demand::default() }
+            }
+            Doing::Phase(PhaseKind::Idle) | Doing::Done => Demand::default(),
+            Doing::Phase(kind) => {
+                let miss = self.direct_mapped.as_ref().map(|dm| dm.miss[i].as_slice());
+                solve(t, kind, s, latency, reclaim, miss)
+            }
+        }
+    }
+
+    /// What a page brought in costs tenant `i` in reclaim: nothing below its limits; at
+    /// one, CPU for the pages the LRU scans to find one to free (seconds of CPU, and
+    /// seconds waited for the page it writes out).
+    fn reclaim_secs(&self, i: usize) -> (f64, f64) {
+        let t = &self.tenants[i];
+        let own = t.limit_now.is_some_and(|l| t.dram_pages() >= l - 64.0).then_some(t.scan_ratio);
+        let held: f64 = self.tenants.iter().map(Tenant::dram_pages).sum();
+        let group = self.group_limit.is_some_and(|g| held >= g - 64.0).then_some(self.group_scan_ratio);
+        match (own, group) {
+            (None, None) => (0.0, 0.0),
+            (a, b) => (RECLAIM_SCAN_SECS * a.unwrap_or(0.0).max(b.unwrap_or(0.0)), RECLAIM_WAIT_SECS),
+        }
+    }
+
+    /// `memory-mode`: the miss probabilities follow the tenants' rates now.
+    fn update_direct_mapped(&mut self) {
+        let Some(dm) = self.direct_mapped.as_mut() else { return };
+        if self.now < dm.next_update {
+            return;
+        }
+        dm.next_update = self.now + crate::memory_mode::UPDATE_SECS;
+        let classes: Vec<Vec<(f64, f64)>> = self
+            .tenants
+            .iter()
+            .map(|t| {
+                let per_page = match t.doing(self.now) {
+                    Doing::Phase(k) => t.layout.per_page(k),
+                    _ => vec![0.0; t.layout.classes],
+                };
+                // A tenant just starting counts at its calibrated speed, not at zero.
+                let x = if t.last_ops > 0.0 { t.last_ops } else { 0.5 / t.layout.op_secs };
+                t.layout.class_pages.iter().zip(&per_page).map(|(&p, a)| (p, a * x)).collect()
+            })
+            .collect();
+        dm.update(&classes);
+    }
+
+    /// Reads queued regions back while the device has room; returns its share used.
+    fn run_prefetch(&mut self, demand_rho: f64) -> f64 {
+        let (full_runs, full_scat) = self.device.prefetch_room(self.now, 0.0, DT);
+        let (mut runs, mut scat) = self.device.prefetch_room(self.now, demand_rho, DT);
+        let (room_runs, room_scat) = (runs, scat);
+        while let Some(&(i, r, relayout)) = self.prefetch.front() {
+            if runs < 1.0 && scat < 1.0 {
+                break;
+            }
+            let mem = &mut self.tenants[i].mem;
+            let (got_runs, got_scat) = mem.read_back(r, runs, scat);
+            runs -= got_runs;
+            scat -= got_scat;
+            let (left_runs, left_scat) = mem.region_tier(r);
+            if left_runs + left_scat < 0.5 {
+                if relayout {
+                    self.written += mem.relay_out(r);
+                }
+                self.prefetch.pop_front();
+            } else if got_runs + got_scat < 0.5 {
+                break;
+            }
+        }
+        (room_runs - runs) / full_runs.max(1.0) + (room_scat - scat) / full_scat.max(1.0)
+    }
+
+    /// Reclaims what tenants hold over their own limits, then over the group's.
+    fn enforce_limits(&mut self) {
+        for i in 0..self.tenants.len() {
+            let t = &mut self.tenants[i];
+            if let (Some(q), Some(now)) = (t.quota, t.limit_now)
+                && q < now
+            {
+                t.limit_now = Some((now - LIMIT_RECLAIM_BYTES_PER_SEC / PAGE * DT).max(q));
+            }
+            if let Some(l) = t.limit_now
+                && t.dram_pages() > l
+            {
+                self.tenants[i].scan_ratio = self.evict(&[i], l);
+            }
+        }
+        if let Some(g) = self.group_limit {
+            let held: f64 = self.tenants.iter().map(Tenant::dram_pages).sum();
+            if held > g {
+                let all: Vec<usize> = (0..self.tenants.len()).collect();
+                self.group_scan_ratio = self.evict(&all, g);
+            }
+        }
+    }
+
+    /// Reclaims from the tenants `idx` that share an LRU until they hold `capacity`:
+    /// written-out pages first, then what each class holds beyond its share in Che's
+    /// approximation — the pages touched within the last T seconds, T such that they
+    /// fill the capacity. Returns the pages reclaim scans per page it frees: what it
+    /// holds over what was not touched within T (touched pages are passed over).
+    fn evict(&mut self, idx: &[usize], capacity: f64) -> f64 {
+        let totals: Vec<Vec<ClassTotals>> = idx.iter().map(|&i| self.tenants[i].mem.totals()).collect();
+        let held: f64 = totals.iter().flatten().map(|c| c.res + c.pref + c.out).sum();
+        let mut left = held - capacity;
+        let outs: Vec<f64> = totals.iter().map(|t| t.iter().map(|c| c.out).sum()).collect();
+        let written: f64 = outs.iter().sum();
+        if written > 0.0 {
+            let share = (left / written).min(1.0);
+            for (&i, mine) in idx.iter().zip(&outs) {
+                left -= self.tenants[i].mem.free_written(mine * share);
+            }
+        }
+        if left < 0.5 {
+            return 1.0;
+        }
+        let now = self.now + DT;
+        // Each class's pages touched within T, and what it holds now.
+        let classes: Vec<(usize, usize, f64, f64)> = idx
+            .iter()
+            .zip(&totals)
+            .flat_map(|(&i, tots)| {
+                let t = &self.tenants[i];
+                let alloc = t.mem.class_allocated();
+                tots.iter().enumerate().map(move |(c, tot)| (i, c, alloc[c], tot.res + tot.pref)).collect::<Vec<_>>()
+            })
+            .collect();
+        let touched = |secs: f64| -> Vec<f64> {
+            classes
+                .iter()
+                .map(|&(i, c, alloc, _)| alloc * (1.0 - (-self.tenants[i].exposure_over(c, now, secs)).exp()))
+                .collect()
+        };
+        let (mut lo, mut hi) = (DT.ln(), MAX_TURNOVER_SECS.ln());
+        for _ in 0..24 {
+            let mid = 0.5 * (lo + hi);
+            if touched(mid.exp()).iter().sum::<f64>() > capacity { hi = mid } else { lo = mid }
+        }
+        let target = touched(lo.exp());
+        if std::env::var("SIM_DEBUG").is_ok() && (self.now * 50.0).round() as i64 % 250 == 0 {
+            eprintln!("t={:.1} T={:.2} cap={capacity:.0} held={held:.0} left={left:.0}", self.now, lo.exp());
+            for (c, t) in classes.iter().zip(&target) {
+                eprintln!("   tenant {} class {} alloc {:.0} held {:.0} target {:.0}", c.0, c.1, c.2, c.3, t);
+            }
+        }
+        let excess: Vec<f64> = classes.iter().zip(&target).map(|(c, t)| (c.3 - t).max(0.0)).collect();
+        let sum: f64 = excess.iter().sum();
+        // What a class holds beyond its share goes; if that is not enough (every class
+        // within it, in expectation), the rest goes by what each holds.
+        let ask = left;
+        for (k, &(i, c, _, held)) in classes.iter().enumerate() {
+            let n = if sum >= ask { ask * excess[k] / sum } else { excess[k] + (ask - sum) * held / self.held_all(&classes) };
+            let n = n.min(held);
+            if n > 0.0 {
+                self.written += self.tenants[i].mem.evict(c, n);
+            }
+        }
+        let untouched: f64 = classes.iter().zip(&target).map(|(c, t)| c.3 * (1.0 - t / c.2.max(1e-9))).sum();
+        let held_now: f64 = classes.iter().map(|c| c.3).sum();
+        (held_now / untouched.max(1.0)).clamp(1.0, MAX_SCAN_RATIO)
+    }
+
+    fn held_all(&self, classes: &[(usize, usize, f64, f64)]) -> f64 {
+        classes.iter().map(|c| c.3).sum::<f64>().max(1.0)
+    }
+}
+
+/// A tenant's operations this step at CPU share `s`: the X for which its CPU work at
+/// share `s` and its waits on the tier fill the step. With `miss` (memory-mode), each
+/// access to class k misses DRAM with probability `miss[k]` instead.
+fn solve(t: &Tenant, kind: PhaseKind, s: f64, latency: f64, reclaim: (f64, f64), miss: Option<&[f64]>) -> Demand {
+    let per_page = t.layout.per_page(kind);
+    let c = t.layout.op_secs / t.speed;
+    let major_cpu = FAULT_CPU_SECS + reclaim.0;
+    let latency = latency + reclaim.1;
+    let at = |x: f64| {
+        let lambda: Vec<f64> = per_page.iter().map(|a| a * x).collect();
+        let f = match miss {
+            Some(m) => {
+                let ios: f64 = lambda.iter().zip(&t.layout.class_pages).zip(m).map(|((l, p), m)| l * p * m * DT).sum();
+                Touched { ios, pages_in: ios, ..Touched::default() }
+            }
+            None => t.mem.faults_at(&t.totals, &lambda, DT),
+        };
+        let cpu = x * DT * c + f.ios * major_cpu + f.minor * MINOR_FAULT_SECS;
+        (cpu, f, cpu / s + f.ios * latency)
+    };
+    let (mut lo, mut hi) = (0.0, s / c);
+    if at(hi).2 <= DT {
+        lo = hi;
+    } else {
+        for _ in 0..30 {
+            let mid = 0.5 * (lo + hi);
+            if at(mid).2 <= DT { lo = mid } else { hi = mid }
+        }
+    }
+    let (cpu, touched, _) = at(lo);
+    Demand { ops: lo, touched, fill_pages: 0.0, cpu, runnable: cpu / s / DT }
+}
+
+/// Emits the tenant's report once a second of its own clock has passed.
+fn report(t: &mut Tenant, now: f64, share: f64, latency: f64) {
+    let Some(start) = t.started else { return };
+    let own = now - start;
+    if own + 1e-9 < t.next_report {
+        return;
+    }
+    let phase = match t.doing(now - DT) {
+        Doing::Phase(k) => k,
+        _ => return,
+    };
+    let ops = t.window_ops;
+    let hit_us = t.layout.op_secs / t.speed / share * 1e6;
+    let fault_us = (latency + FAULT_CPU_SECS) * 1e6 + hit_us;
+    let miss = if ops > 0.0 { t.window_ios / ops } else { 0.0 };
+    let quantile = |q: f64| if miss > 1.0 - q { fault_us } else { hit_us };
+    t.reports.push(Report { t: t.next_report, phase, ops_per_sec: ops, p50_us: quantile(0.5), p99_us: quantile(0.99) });
+    t.window_ops = 0.0;
+    t.window_ios = 0.0;
+    t.window_fault_secs = 0.0;
+    t.next_report += 1.0;
+}
+
+/// A standard normal draw (Box–Muller).
+pub fn normal(rng: &mut fastrand::Rng) -> f64 {
+    let (u, v) = (rng.f64().max(1e-12), rng.f64());
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
