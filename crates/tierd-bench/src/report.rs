@@ -437,7 +437,14 @@ mod tests {
     }
 
     fn results(results: Vec<PointResult>) -> Results {
-        Results { run: crate::machine::RunInfo::collect(), simulated: None, reps: 3, scale: 1.0, tier: "t".into(), results }
+        Results {
+            run: crate::machine::RunInfo::collect(),
+            simulated: None,
+            reps: 3,
+            scale: 1.0,
+            tier: "t".into(),
+            results,
+        }
     }
 
     #[test]

@@ -210,16 +210,48 @@ pub fn trace(plan: &Plan) -> anyhow::Result<i32> {
     };
     let mode = plan.modes.first().copied().unwrap_or(Mode::Tierd);
     let model = to_model(p)?;
-    println!("# {name}/{} in {}, seed 0", p.label, mode.name());
-    println!("{:>6} {:<10} {:<14} {:>11} {:>9} {:>9} {:>9} {:>9} {:>8}", "t", "tenant", "doing", "ops/s", "dram MiB", "tier MiB", "quota", "faults/s", "read µs");
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let header = format!(
+        "# {name}/{} in {}, seed 0\n{:>6} {:<10} {:<14} {:>11} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8}",
+        p.label,
+        mode.name(),
+        "t",
+        "tenant",
+        "doing",
+        "ops/s",
+        "dram MiB",
+        "tier MiB",
+        "quota",
+        "faults/s",
+        "cores",
+        "read µs"
+    );
+    // A reader that stops early (`| head`) ends the output, not the program.
+    let mut open = writeln!(out, "{header}").is_ok();
     let sd = seed(&format!("{name}/{}", p.label), 0);
     tierd_sim::simulate_traced(&model, sim_mode(mode), sd, |lines| {
         for l in lines {
+            if !open {
+                return;
+            }
             let quota = l.quota_mib.map_or("-".to_string(), |q| format!("{q:.0}"));
-            println!(
-                "{:>6.0} {:<10} {:<14} {:>11.0} {:>9.0} {:>9.0} {:>9} {:>9.0} {:>8.0}",
-                l.t, l.tenant, l.doing, l.ops_per_sec, l.dram_mib, l.tier_mib, quota, l.faults_per_sec, l.read_latency_us
-            );
+            open = writeln!(
+                out,
+                "{:>6.0} {:<10} {:<14} {:>11.0} {:>9.0} {:>9.0} {:>9} {:>9.0} {:>6.2} {:>8.0}  {}",
+                l.t,
+                l.tenant,
+                l.doing,
+                l.ops_per_sec,
+                l.dram_mib,
+                l.tier_mib,
+                quota,
+                l.faults_per_sec,
+                l.cores,
+                l.read_latency_us,
+                l.reason
+            )
+            .is_ok();
         }
     });
     Ok(0)

@@ -72,7 +72,8 @@ pub fn compare(real: &Results, sim: &Results) -> Validation {
     let scored: Vec<&PointCompare> = points.iter().filter(|p| !p.calibration).collect();
     let ordered: Vec<&&PointCompare> = scored.iter().filter(|p| p.real_order.is_some()).collect();
     let agree = ordered.iter().filter(|p| p.sim_order == p.real_order).count();
-    let pairs: Vec<&ModeCompare> = scored.iter().flat_map(|p| p.modes.iter()).filter(|m| m.mode != Mode::Dram).collect();
+    let pairs: Vec<&ModeCompare> =
+        scored.iter().flat_map(|p| p.modes.iter()).filter(|m| m.mode != Mode::Dram).collect();
     let within = pairs.iter().filter(|m| m.within).count();
     let share = |n: usize, of: usize| (of > 0).then(|| n as f64 / of as f64);
     Validation {
@@ -109,7 +110,8 @@ fn compare_point(rp: &PointResult, sp: &PointResult) -> PointCompare {
     let pair = |m: Mode| rp.mode(m).zip(sp.mode(m));
     let (real_order, sim_order) = match (pair(Mode::Tierd), pair(Mode::Swap)) {
         (Some((rt, st)), Some((rs, ss))) => {
-            let apart = rt.relative_spread.min > rs.relative_spread.max || rs.relative_spread.min > rt.relative_spread.max;
+            let apart =
+                rt.relative_spread.min > rs.relative_spread.max || rs.relative_spread.min > rt.relative_spread.max;
             let real = apart.then(|| order(rt.relative_throughput, rs.relative_throughput));
             (real, Some(order(st.relative_throughput, ss.relative_throughput)))
         }

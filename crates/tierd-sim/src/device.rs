@@ -109,7 +109,9 @@ impl Device {
                 let runs = (s.iops * MERGED_READ_PAGES).min(s.bytes_per_sec / PAGE);
                 (runs * left, s.iops * left)
             }
-            None => (FAST_PREFETCH_RUN_BYTES_PER_SEC / PAGE * left, FAST_PREFETCH_SCATTERED_BYTES_PER_SEC / PAGE * left),
+            None => {
+                (FAST_PREFETCH_RUN_BYTES_PER_SEC / PAGE * left, FAST_PREFETCH_SCATTERED_BYTES_PER_SEC / PAGE * left)
+            }
         }
     }
 

@@ -55,6 +55,7 @@ struct EngineTenant {
     laid_out: Vec<bool>,
     /// Regions prefetched and when: asked again only an interval later.
     prefetched_at: Vec<f64>,
+    reason: String,
 }
 
 impl EngineTenant {
@@ -110,6 +111,7 @@ impl Engine {
                     untracked: 0.0,
                     laid_out: vec![false; regions],
                     prefetched_at: vec![f64::NEG_INFINITY; regions],
+                    reason: String::new(),
                 }
             })
             .collect();
@@ -305,11 +307,17 @@ impl Engine {
             if tp.woke {
                 self.tenants[i].woke_at = Some(now);
             }
+            self.tenants[i].reason = tp.reason.clone();
             if !falling {
                 wait += self.moves(host, i, tp, spent);
             }
         }
         wait
+    }
+
+    /// Why tenant `i`'s quota is what it is, as the last plan said.
+    pub fn reason(&self, i: usize) -> String {
+        self.tenants[i].reason.clone()
     }
 
     fn index(&self, name: &TenantName) -> usize {

@@ -16,8 +16,8 @@ use std::collections::VecDeque;
 
 use crate::access::{Layout, PhaseKind, TenantModel};
 use crate::calib::{
-    CPUS, DT, FAULT_CPU_SECS, FILL_PAGES_PER_CPU_SEC, LIMIT_RECLAIM_BYTES_PER_SEC, MINOR_FAULT_SECS, PAGE,
-    RECLAIM_SCAN_SECS, RECLAIM_WAIT_SECS,
+    CPUS, DT, FAULT_CPU_SECS, FILL_PAGES_PER_CPU_SEC, LIMIT_RECLAIM_BYTES_PER_SEC, MAX_SCAN_RATIO, MINOR_FAULT_SECS,
+    PAGE, RECLAIM_CPU_SECS, RECLAIM_SCAN_SECS, RECLAIM_WAIT_SECS, START_GAP_SECS,
 };
 use crate::device::{Device, Slow};
 use crate::memory::{ClassTotals, Memory, Touched};
@@ -25,8 +25,6 @@ use crate::memory::{ClassTotals, Memory, Touched};
 /// How often a tenant's exposure is remembered, and for how long an LRU looks back.
 const HISTORY_SECS: f64 = 0.25;
 const MAX_TURNOVER_SECS: f64 = 600.0;
-/// Reclaim gives up passing over touched pages at some point (it raises its priority).
-const MAX_SCAN_RATIO: f64 = 32.0;
 
 /// One report of a tenant, as the workload generator prints each second.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,7 +203,7 @@ impl Host {
             .map(|(i, m)| {
                 let speed = run_speed * (1.0 + crate::calib::TENANT_SPEED_SD * normal(rng));
                 // The harness starts tenants one after another through tierd's API.
-                Tenant::new(m, speed.max(0.5), 0.02 * i as f64 + 0.05 * rng.f64())
+                Tenant::new(m, speed.max(0.5), START_GAP_SECS * i as f64 + 0.05 * rng.f64())
             })
             .collect();
         Host {
@@ -359,7 +357,10 @@ impl Host {
         let group = self.group_limit.is_some_and(|g| held >= g - 64.0).then_some(self.group_scan_ratio);
         match (own, group) {
             (None, None) => (0.0, 0.0),
-            (a, b) => (RECLAIM_SCAN_SECS * a.unwrap_or(0.0).max(b.unwrap_or(0.0)), RECLAIM_WAIT_SECS),
+            (a, b) => {
+                let passed = a.unwrap_or(1.0).max(b.unwrap_or(1.0)) - 1.0;
+                (RECLAIM_CPU_SECS + RECLAIM_SCAN_SECS * passed, RECLAIM_WAIT_SECS)
+            }
         }
     }
 
@@ -491,7 +492,11 @@ impl Host {
         // within it, in expectation), the rest goes by what each holds.
         let ask = left;
         for (k, &(i, c, _, held)) in classes.iter().enumerate() {
-            let n = if sum >= ask { ask * excess[k] / sum } else { excess[k] + (ask - sum) * held / self.held_all(&classes) };
+            let n = if sum >= ask {
+                ask * excess[k] / sum
+            } else {
+                excess[k] + (ask - sum) * held / self.held_all(&classes)
+            };
             let n = n.min(held);
             if n > 0.0 {
                 self.written += self.tenants[i].mem.evict(c, n);

@@ -84,7 +84,11 @@ pub struct TraceLine {
     pub tier_mib: f64,
     pub quota_mib: Option<f64>,
     pub faults_per_sec: f64,
+    /// Cores it used over the second.
+    pub cores: f64,
     pub read_latency_us: f64,
+    /// Why tierd set its quota, as the plan says (empty before the first plan).
+    pub reason: String,
 }
 
 /// [`simulate`], calling `trace` with every tenant's state once a second.
@@ -114,7 +118,7 @@ pub fn simulate_traced(point: &Point, mode: Mode, seed: u64, mut trace: impl FnM
     let steps = (point.secs / calib::DT).round() as usize;
     let mut health = String::new();
     let health_at = point.secs - 5.0;
-    let mut last: Vec<(f64, f64)> = host.tenants.iter().map(|_| (0.0, 0.0)).collect();
+    let mut last: Vec<(f64, f64, f64)> = host.tenants.iter().map(|_| (0.0, 0.0, 0.0)).collect();
     let per_sec = (1.0 / calib::DT).round() as usize;
     for step in 0..steps {
         engine.act(&mut host);
@@ -124,7 +128,8 @@ pub fn simulate_traced(point: &Point, mode: Mode, seed: u64, mut trace: impl FnM
                 .tenants
                 .iter()
                 .zip(last.iter_mut())
-                .map(|(t, (ops, faults))| {
+                .enumerate()
+                .map(|(i, (t, (ops, faults, cpu)))| {
                     let line = TraceLine {
                         t: host.now,
                         tenant: t.model.name.clone(),
@@ -134,10 +139,13 @@ pub fn simulate_traced(point: &Point, mode: Mode, seed: u64, mut trace: impl FnM
                         tier_mib: t.mem.swapped_pages() * calib::PAGE / (1u64 << 20) as f64,
                         quota_mib: t.quota.map(|q| q * calib::PAGE / (1u64 << 20) as f64),
                         faults_per_sec: t.major_faults - *faults,
+                        cores: t.cpu_secs - *cpu,
                         read_latency_us: host.device.read_latency() * 1e6,
+                        reason: engine.reason(i),
                     };
                     *ops = t.ops_done;
                     *faults = t.major_faults;
+                    *cpu = t.cpu_secs;
                     line
                 })
                 .collect();

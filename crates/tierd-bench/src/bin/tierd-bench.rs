@@ -396,7 +396,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 println!("{:<26} {}", p.name, line.join("  "));
             }
             let secs = r.simulated.as_ref().map_or(0.0, |s| s.wall_secs);
-            println!("simulated {} points, {seeds} seeds, in {secs:.0} s; results in {}", r.results.len(), out.display());
+            println!(
+                "simulated {} points, {seeds} seeds, in {secs:.0} s; results in {}",
+                r.results.len(),
+                out.display()
+            );
             Ok(0)
         }
         Cmd::GuestCommand { ram, workload, kvm, extra } => {
