@@ -10,6 +10,7 @@ pub mod latency;
 pub mod machine;
 pub mod metrics_bench;
 pub mod pg_load;
+pub mod property;
 pub mod qmp;
 pub mod redis_load;
 pub mod report;

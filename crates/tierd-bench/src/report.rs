@@ -210,7 +210,16 @@ fn chart_file(name: &str) -> String {
 pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("results.json"), serde_json::to_string_pretty(r)?)?;
-    let mut md = String::from("# Benchmark suite: tierd against all-DRAM, plain swap and static quotas\n\n");
+    let mut md = match &r.simulated {
+        None => String::from("# Benchmark suite: tierd against all-DRAM, plain swap and static quotas\n\n"),
+        Some(s) => format!(
+            "# Simulated benchmark suite (tierd-sim)\n\n**Simulated, not measured**: `tierd-bench sim` ran every point \
+             in a model of this machine with the real `tierd` policy code, {} seed(s) per point and mode, in {:.0} s \
+             here. How far the model can be trusted is in `validation.md` beside this file; a repetition below is a \
+             seed.\n\n",
+            s.seeds, s.wall_secs
+        ),
+    };
     md += &r.run.markdown();
     let mut earlier: Vec<&crate::machine::RunInfo> = Vec::new();
     for t in r.results.iter().filter_map(|p| p.taken.as_ref()) {

@@ -125,10 +125,19 @@ pub fn seed(point: &str, i: usize) -> u64 {
 /// Simulates `plan` with `seeds` seeds per point and mode; writes results to `out` as
 /// it finishes each point when `out` is given.
 pub fn run(plan: &Plan, seeds: usize, out: Option<&Path>) -> anyhow::Result<Results> {
+    let chosen = choose(plan)?;
+    let res = run_scenarios(plan, &chosen, seeds)?;
+    if let Some(out) = out {
+        crate::report::write(out, &res)?;
+    }
+    Ok(res)
+}
+
+/// Simulates the points of `chosen` in the plan's modes with `seeds` seeds each.
+pub fn run_scenarios(plan: &Plan, chosen: &[crate::suite::Scenario], seeds: usize) -> anyhow::Result<Results> {
     if seeds == 0 {
         anyhow::bail!("--seeds must be at least 1");
     }
-    let chosen = choose(plan)?;
     let started = std::time::Instant::now();
     // Every job up front: (scenario, point, mode, seed).
     let mut jobs = Vec::new();
@@ -191,11 +200,8 @@ pub fn run(plan: &Plan, seeds: usize, out: Option<&Path>) -> anyhow::Result<Resu
                     (m, got)
                 })
                 .collect();
-            res.put(aggregate(p, sc, &samples));
+            res.results.push(aggregate(p, sc, &samples));
         }
-    }
-    if let Some(out) = out {
-        crate::report::write(out, &res)?;
     }
     Ok(res)
 }
@@ -255,4 +261,52 @@ pub fn trace(plan: &Plan) -> anyhow::Result<i32> {
         }
     });
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(points: &[&str], modes: &[Mode]) -> Plan {
+        Plan {
+            scenarios: points.iter().map(|s| s.to_string()).collect(),
+            files: Vec::new(),
+            modes: modes.to_vec(),
+            reps: 1,
+            scale: 1.0,
+            fresh: true,
+            simulated: true,
+        }
+    }
+
+    #[test]
+    fn a_short_simulation_writes_the_suites_results_marked_as_simulated() {
+        let dir = std::env::temp_dir().join(format!("tierd-sim-smoke-{}", std::process::id()));
+        let p = plan(&["density-2x/2x", "wake-up/fast"], &[Mode::Dram, Mode::Swap, Mode::Tierd]);
+        let r = run(&p, 1, Some(&dir)).unwrap();
+        assert_eq!(r.simulated.as_ref().unwrap().seeds, 1);
+        let d = &r.results[0];
+        assert_eq!(d.name, "density-2x/2x");
+        // Hot sets at half of DRAM: neither swap nor tierd loses much.
+        for m in [Mode::Swap, Mode::Tierd] {
+            let rel = d.mode(m).unwrap().relative_throughput;
+            assert!(rel > 0.9 && rel < 1.1, "{m:?} {rel}");
+        }
+        // A woken tenant: tierd is back sooner than swap.
+        let w = &r.results[1];
+        let back = |m| w.mode(m).unwrap().recovery_secs.unwrap_or(f64::INFINITY);
+        assert!(back(Mode::Tierd) < back(Mode::Swap), "{} vs {}", back(Mode::Tierd), back(Mode::Swap));
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.starts_with("# Simulated benchmark suite"), "{}", &md[..80]);
+        assert!(dir.join("results.json").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn memory_mode_is_the_simulators_alone() {
+        let mut p = plan(&["density-2x/2x"], &[Mode::Dram, Mode::MemoryMode]);
+        assert!(choose(&p).is_ok());
+        p.simulated = false;
+        assert!(choose(&p).unwrap_err().to_string().contains("only in the simulator"));
+    }
 }

@@ -464,7 +464,7 @@ impl Host {
             .zip(&totals)
             .flat_map(|(&i, tots)| {
                 let t = &self.tenants[i];
-                let alloc = t.mem.class_allocated();
+                let alloc = t.mem.class_allocated().to_vec();
                 tots.iter().enumerate().map(move |(c, tot)| (i, c, alloc[c], tot.res + tot.pref)).collect::<Vec<_>>()
             })
             .collect();

@@ -36,6 +36,11 @@ pub struct Memory {
     /// Pages the fill has reached, in address order.
     filled: f64,
     total_pages: f64,
+    /// Per-class sums, computed when asked for after a change (a step reads them
+    /// many times between changes).
+    cached: std::cell::RefCell<Option<Vec<ClassTotals>>>,
+    /// Pages of each class the fill has reached.
+    allocated: Vec<f64>,
 }
 
 /// What the tenant's accesses did in one step.
@@ -80,7 +85,14 @@ impl Memory {
             from_tier: vec![0.0; layout.regions],
             filled: 0.0,
             total_pages: layout.cells.iter().map(|&c| c as f64).sum(),
+            cached: std::cell::RefCell::new(None),
+            allocated: vec![0.0; layout.classes],
         }
+    }
+
+    /// Forgets the sums: every change to the cells calls this.
+    fn changed(&mut self) {
+        *self.cached.get_mut() = None;
     }
 
     pub fn total_pages(&self) -> f64 {
@@ -93,37 +105,34 @@ impl Memory {
 
     /// Pages in DRAM (the cgroup's usage): resident plus the swap cache.
     pub fn dram_pages(&self) -> f64 {
-        self.sum(|m, i| m.res[i] + m.pref_run[i] + m.pref_scat[i] + m.out_run[i] + m.out_scat[i])
+        self.totals().iter().map(|c| c.res + c.pref + c.out).sum()
     }
 
     /// Pages with a swap slot: the swap cache and the tier.
     pub fn swapped_pages(&self) -> f64 {
-        self.sum(|m, i| m.pref_run[i] + m.pref_scat[i] + m.out_run[i] + m.out_scat[i] + m.tier_run[i] + m.tier_scat[i])
+        self.totals().iter().map(|c| c.pref + c.out + c.tier_run + c.tier_scat).sum()
     }
 
     pub fn allocated_pages(&self) -> f64 {
         self.filled.min(self.total_pages)
     }
 
-    fn sum(&self, f: impl Fn(&Memory, usize) -> f32) -> f64 {
-        (0..self.res.len()).map(|i| f(self, i) as f64).sum()
-    }
-
     /// Pages of each class that exist (the fill has reached them).
-    pub fn class_allocated(&self) -> Vec<f64> {
-        let mut out = vec![0.0; self.classes];
-        for (i, &a) in self.alloc.iter().enumerate() {
-            let r = i / self.classes;
-            let start = (r * crate::calib::REGION_PAGES) as f64;
-            let region: f64 = self.alloc[r * self.classes..(r + 1) * self.classes].iter().map(|&x| x as f64).sum();
-            let share = ((self.filled - start) / region.max(1.0)).clamp(0.0, 1.0);
-            out[i % self.classes] += a as f64 * share;
-        }
-        out
+    pub fn class_allocated(&self) -> &[f64] {
+        &self.allocated
     }
 
     /// Per-class sums.
     pub fn totals(&self) -> Vec<ClassTotals> {
+        if let Some(t) = self.cached.borrow().as_ref() {
+            return t.clone();
+        }
+        let t = self.sum_cells();
+        *self.cached.borrow_mut() = Some(t.clone());
+        t
+    }
+
+    fn sum_cells(&self) -> Vec<ClassTotals> {
         let mut t = vec![ClassTotals::default(); self.classes];
         for (i, c) in (0..self.res.len()).map(|i| (i, i % self.classes)) {
             let x = &mut t[c];
@@ -184,16 +193,20 @@ impl Memory {
     /// Applies one step of accesses at per-page rates `lambda`: what the tier holds of
     /// touched pages comes in (a run with its neighbours), swap-cache pages are mapped.
     pub fn touch(&mut self, lambda: &[f64], dt: f64) -> Touched {
+        let mut tot = self.totals();
+        let before: Vec<f64> = tot.iter().map(|t| t.res).collect();
         let k = self.classes;
         let p: Vec<f32> = lambda.iter().map(|l| (1.0 - (-l * dt).exp()) as f32).collect();
         let q: Vec<f32> =
             lambda.iter().zip(&self.readahead).map(|(l, ra)| (1.0 - (-l * dt * ra).exp()) as f32).collect();
-        let before: Vec<f64> = (0..k).map(|c| self.class_res(c)).collect();
+        // Nothing to bring in for a class with every page resident: its pages only age.
+        let away: Vec<bool> = self.totals().iter().map(|t| t.pref + t.out + t.tier_run + t.tier_scat > 0.0).collect();
+        self.changed();
         let mut t = Touched::default();
         let mut came = vec![0f64; k];
         for i in 0..self.res.len() {
             let c = i % k;
-            if p[c] <= 0.0 {
+            if p[c] <= 0.0 || !away[c] {
                 continue;
             }
             let minor = (self.pref_run[i] + self.pref_scat[i] + self.out_run[i] + self.out_scat[i]) * p[c];
@@ -209,6 +222,12 @@ impl Memory {
             self.tier_run[i] -= run_in;
             self.tier_scat[i] -= scat_in;
             self.res[i] += minor + run_in + scat_in;
+            let x = &mut tot[c];
+            x.res += (minor + run_in + scat_in) as f64;
+            x.pref -= ((self.pref_run[i] + self.pref_scat[i]) * p[c] / (1.0 - p[c]).max(1e-12)) as f64;
+            x.out -= ((self.out_run[i] + self.out_scat[i]) * p[c] / (1.0 - p[c]).max(1e-12)) as f64;
+            x.tier_run -= run_in as f64;
+            x.tier_scat -= scat_in as f64;
             t.ios += (run_in / self.readahead[c] as f32 + scat_in) as f64;
             t.scattered_ios += scat_in as f64;
             t.pages_in += (run_in + scat_in) as f64;
@@ -224,31 +243,34 @@ impl Memory {
                 self.age[c] = (self.age[c] + dt) * (1.0 - p[c] as f64) * before[c] / now;
             }
         }
+        for x in &mut tot {
+            x.pref = x.pref.max(0.0);
+            x.out = x.out.max(0.0);
+        }
+        *self.cached.get_mut() = Some(tot);
         t
-    }
-
-    fn class_res(&self, c: usize) -> f64 {
-        (0..self.regions).map(|r| self.res[r * self.classes + c] as f64).sum()
     }
 
     /// The fill writes `pages` more pages in address order; returns how many it wrote.
     pub fn fill(&mut self, pages: f64) -> f64 {
+        let before: Vec<f64> = self.totals().iter().map(|t| t.res).collect();
+        self.changed();
         let k = self.classes;
         let start = self.filled;
         let end = (start + pages).min(self.total_pages);
         let mut r = (start as usize) / crate::calib::REGION_PAGES;
-        let before: Vec<f64> = (0..k).map(|c| self.class_res(c)).collect();
         let mut came = vec![0f64; k];
         while r < self.regions && ((r * crate::calib::REGION_PAGES) as f64) < end {
             let lo = (r * crate::calib::REGION_PAGES) as f64;
             let region_pages: f32 = (0..k).map(|c| self.alloc[r * k + c]).sum();
             let hi = lo + region_pages as f64;
             let share = ((end.min(hi) - start.max(lo)) / region_pages as f64).max(0.0);
-            for c in 0..k {
+            for (c, came_c) in came.iter_mut().enumerate() {
                 let n = self.alloc[r * k + c] * share as f32;
                 self.res[r * k + c] += n;
                 self.came_in[r] += n;
-                came[c] += n as f64;
+                self.allocated[c] += n as f64;
+                *came_c += n as f64;
             }
             r += 1;
         }
@@ -265,7 +287,8 @@ impl Memory {
     /// Frees up to `n` pages written out already (`MADV_PAGEOUT`, the sampler): the
     /// kernel's first victims. Returns the pages freed.
     pub fn free_written(&mut self, n: f64) -> f64 {
-        let have = self.sum(|m, i| m.out_run[i] + m.out_scat[i]);
+        self.changed();
+        let have: f64 = self.out_run.iter().zip(&self.out_scat).map(|(a, b)| (a + b) as f64).sum();
         if have <= 0.0 || n <= 0.0 {
             return 0.0;
         }
@@ -284,6 +307,7 @@ impl Memory {
     /// resident pages are written to scattered slots; pages read ahead and never
     /// touched go back to the slots they came from. Returns the pages written.
     pub fn evict(&mut self, c: usize, n: f64) -> f64 {
+        self.changed();
         let k = self.classes;
         let have: f64 = (0..self.regions)
             .map(|r| {
@@ -312,6 +336,7 @@ impl Memory {
     /// `MADV_PAGEOUT` of region `r`: its resident pages are written out in one run and
     /// wait in the swap cache. Returns the pages written.
     pub fn page_out(&mut self, r: usize) -> f64 {
+        self.changed();
         let mut n = 0.0;
         for i in r * self.classes..(r + 1) * self.classes {
             n += self.res[i] as f64;
@@ -324,6 +349,7 @@ impl Memory {
     /// Relayout of region `r` once its pages are read back: they are mapped and the whole
     /// region is written out in one run. Returns the pages written.
     pub fn relay_out(&mut self, r: usize) -> f64 {
+        self.changed();
         for i in r * self.classes..(r + 1) * self.classes {
             self.res[i] += self.pref_run[i] + self.pref_scat[i];
             self.pref_run[i] = 0.0;
@@ -335,6 +361,7 @@ impl Memory {
     /// Pages out `pages` resident pages of region `r` spread over its classes by what
     /// each holds (the sampler's clusters), scattered. Returns the pages written.
     pub fn page_out_some(&mut self, r: usize, c: usize, pages: f64) -> f64 {
+        self.changed();
         let i = r * self.classes + c;
         let n = (pages as f32).min(self.res[i]);
         self.res[i] -= n;
@@ -345,6 +372,7 @@ impl Memory {
     /// Reads region `r`'s tier pages back into the swap cache: up to `run_pages` of
     /// those in runs and `scattered_pages` of the scattered ones. Returns what it read.
     pub fn read_back(&mut self, r: usize, run_pages: f64, scattered_pages: f64) -> (f64, f64) {
+        self.changed();
         let (mut run_have, mut scat_have) = (0.0, 0.0);
         for i in r * self.classes..(r + 1) * self.classes {
             run_have += self.tier_run[i] as f64;

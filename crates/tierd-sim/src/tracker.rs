@@ -179,13 +179,12 @@ impl Tracker {
 
         // What became resident through the tenant's own touches.
         let mut faulted_in = 0.0;
-        for r in 0..self.regions.len() {
+        for (r, st) in self.regions.iter_mut().enumerate() {
             if self.prefetched[r] {
                 continue;
             }
             let came = (o.came_in[r] - back_in[r]).max(0.0);
             if came * PAGE >= 1.0 && self.observed {
-                let st = &mut self.regions[r];
                 st.touch(now);
                 if o.from_tier[r] > 0.5 {
                     st.reused = Some(now);

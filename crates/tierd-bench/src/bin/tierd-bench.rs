@@ -231,6 +231,10 @@ enum Cmd {
         /// The real suite's results that --validate compares against.
         #[arg(long, default_value = "bench/results/suite/results.json")]
         real: std::path::PathBuf,
+        /// Run the policy on N random hosts against plain swap instead, and write
+        /// property.md and property.json (the share of hosts where tierd is worse).
+        #[arg(long, value_name = "N", conflicts_with_all = ["trace", "validate"])]
+        property: Option<usize>,
     },
     /// Live migration of a tiered VM against the same VM all in DRAM: QEMU's total
     /// time and downtime, and the guest's throughput during it (~4 minutes per mode).
@@ -366,7 +370,19 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             println!("results in {}", out.display());
             Ok(0)
         }
-        Cmd::Sim { points, out, seeds, trace, validate, real } => {
+        Cmd::Sim { points, out, seeds, trace, validate, real, property } => {
+            if let Some(n) = property {
+                let p = tierd_bench::property::run(n, seeds)?;
+                tierd_bench::property::write(&out, &p)?;
+                println!(
+                    "tierd below swap by more than {} on {} of {} hosts; {}",
+                    tierd_bench::property::MARGIN,
+                    p.results.iter().filter(|h| h.worse).count(),
+                    p.hosts,
+                    out.join("property.md").display()
+                );
+                return Ok(0);
+            }
             if trace {
                 return tierd_bench::sim::trace(&points.plan(0, true, true)?);
             }
