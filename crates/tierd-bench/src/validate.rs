@@ -149,11 +149,18 @@ pub fn plan_for(real: &Results, seeds: usize) -> Plan {
     }
 }
 
-/// Writes `validation.json` and `validation.md` to `out`.
+/// Writes `validation.json` and `validation.md` to `out`; the analysis in
+/// `out/validation-notes.md` (written by hand: where it misses and why), if there is
+/// one, goes at the end of `validation.md`.
 pub fn write(out: &Path, v: &Validation) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("validation.json"), serde_json::to_string_pretty(v)?)?;
-    std::fs::write(out.join("validation.md"), markdown(v))?;
+    let mut md = markdown(v);
+    if let Ok(notes) = std::fs::read_to_string(out.join("validation-notes.md")) {
+        md += "\n";
+        md += &notes;
+    }
+    std::fs::write(out.join("validation.md"), md)?;
     Ok(())
 }
 

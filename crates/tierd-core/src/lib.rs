@@ -6,6 +6,7 @@
 //! here touches the kernel, so every decision can be unit-tested on tables of cases.
 #![forbid(unsafe_code)]
 
+pub mod activity;
 pub mod admission;
 pub mod config;
 pub mod health;

@@ -225,7 +225,8 @@ enum Cmd {
         #[arg(long)]
         trace: bool,
         /// Simulate every point of the real results in --real, in its modes, and write
-        /// validation.md and validation.json (the simulator against the real suite).
+        /// validation.md and validation.json (the simulator against the real suite),
+        /// the simulated points themselves in --out/validation/.
         #[arg(long, conflicts_with = "trace")]
         validate: bool,
         /// The real suite's results that --validate compares against.
@@ -390,7 +391,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 let text = std::fs::read_to_string(&real).with_context(|| format!("cannot read {}", real.display()))?;
                 let real: tierd_bench::suite::Results = serde_json::from_str(&text)?;
                 let plan = tierd_bench::validate::plan_for(&real, seeds);
-                let sim = tierd_bench::sim::run(&plan, seeds, Some(&out))?;
+                // The simulated points beside the comparison, apart from a catalogue run.
+                let sim = tierd_bench::sim::run(&plan, seeds, Some(&out.join("validation")))?;
                 let v = tierd_bench::validate::compare(&real, &sim);
                 tierd_bench::validate::write(&out, &v)?;
                 let pct = |x: Option<f64>| x.map_or("—".to_string(), |x| format!("{:.0}%", x * 100.0));

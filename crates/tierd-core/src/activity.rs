@@ -1,0 +1,213 @@
+//! Whether a tenant is working or at rest: one signal, the time its threads spend on a
+//! CPU or waiting for memory, against its usual.
+//!
+//! Sampling tells what a tenant touched over an interval, so a tenant that stops is
+//! seen one to two intervals late; CPU time answers within a second. CPU alone misses a
+//! tenant that waits on the tier (thrashing, or waking to a hot set on a slow disk: it
+//! uses almost no CPU), which is why the time it stalls on memory counts too: the
+//! kernel's pressure stall time where there is one (cgroup v2), its own major faults
+//! times the tier's read latency otherwise. Stall time already carries the device's
+//! speed, so the same shares hold for a fast tier, a hard disk and a saturated one.
+//!
+//! A tenant with a thread not asleep (running, waiting for a CPU or in the kernel) is
+//! not at rest, whatever its counters say: on a busy host a running tenant can show no
+//! CPU over half a second.
+
+use serde::{Deserialize, Serialize};
+
+/// The shares that turn the signal into running or resting (see [`crate::policy::Knobs`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shares {
+    /// At rest below this share of its usual activity...
+    pub rest: f64,
+    /// ...running again at this share...
+    pub wake: f64,
+    /// ...if its usual is at least this (cores): a tenant that never does much is left
+    /// to sampling.
+    pub min_busy_cores: f64,
+}
+
+/// Shortest step between two readings (the daemon reads every 0.5 s): CPU time counts
+/// in 10 ms ticks, and over half a second one tick is 0.02 cores.
+const MIN_STEP_SECS: f64 = 0.45;
+
+/// A rest that begins this soon after the last one ended continues it: what it wakes
+/// up to is what it was working on before the first.
+const SPELL_GAP_SECS: f64 = 5.0;
+
+/// What changed at a reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Rested,
+    Woke,
+}
+
+/// A tenant's activity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    /// The last reading: when, CPU seconds and stall seconds so far.
+    last: Option<(f64, f64, f64)>,
+    /// Cores of activity (CPU + stall) over the last step.
+    pub cores: f64,
+    /// Its activity as a rule while running, averaged over about a window; not moved
+    /// while at rest (it remembers how busy the tenant was).
+    pub usual: f64,
+    /// Share of its activity that was stall, over the last step.
+    pub stall_share: f64,
+    pub rest_since: Option<f64>,
+    pub rest_ended: Option<f64>,
+    /// When its last rest began, kept after it ends: what it reused before then is what
+    /// it wakes up to.
+    pub rest_began: Option<f64>,
+    /// Mean length of its finished rests, and how many there were.
+    pub mean_rest_secs: Option<f64>,
+    pub rests: u32,
+}
+
+impl Activity {
+    /// Takes a reading at `now` (seconds): CPU and stall seconds used so far, and
+    /// whether a thread is not asleep. `window` sets how fast the usual follows.
+    pub fn step(
+        &mut self,
+        now: f64,
+        cpu_secs: f64,
+        stall_secs: f64,
+        busy: bool,
+        window: f64,
+        s: &Shares,
+    ) -> Option<Change> {
+        let Some((at, cpu0, stall0)) = self.last else {
+            self.last = Some((now, cpu_secs, stall_secs));
+            return None;
+        };
+        let dt = now - at;
+        if dt < MIN_STEP_SECS {
+            return None;
+        }
+        self.last = Some((now, cpu_secs, stall_secs));
+        // A process that exits takes its CPU time with it: never a negative rate.
+        let cpu = (cpu_secs - cpu0).max(0.0) / dt;
+        let stall = (stall_secs - stall0).max(0.0) / dt;
+        self.cores = cpu + stall;
+        self.stall_share = if self.cores > 0.0 { stall / self.cores } else { 0.0 };
+        match self.rest_since {
+            Some(since) if self.cores >= (s.wake * self.usual).max(s.min_busy_cores) => {
+                let len = now - since;
+                self.mean_rest_secs = Some(match self.mean_rest_secs {
+                    Some(m) => m + (len - m) / (self.rests as f64 + 1.0).min(8.0),
+                    None => len,
+                });
+                self.rests += 1;
+                self.rest_since = None;
+                self.rest_ended = Some(now);
+                Some(Change::Woke)
+            }
+            Some(_) => None,
+            None if self.usual >= s.min_busy_cores && self.cores < s.rest * self.usual && !busy => {
+                self.rest_since = Some(now);
+                if self.rest_ended.is_none_or(|e| now - e > SPELL_GAP_SECS) {
+                    self.rest_began = Some(now);
+                }
+                Some(Change::Rested)
+            }
+            None => {
+                self.usual += (self.cores - self.usual) * (dt / window.max(dt)).min(1.0);
+                None
+            }
+        }
+    }
+
+    /// Seconds it has been at rest, if it is.
+    pub fn rest_secs(&self, now: f64) -> Option<f64> {
+        self.rest_since.map(|s| (now - s).max(0.0))
+    }
+
+    /// Seconds since its last rest began, if it has rested.
+    pub fn rest_began_secs(&self, now: f64) -> Option<f64> {
+        self.rest_began.map(|s| (now - s).max(0.0))
+    }
+
+    /// Seconds since its last rest ended, if it has rested.
+    pub fn since_rest_secs(&self, now: f64) -> Option<f64> {
+        self.rest_ended.map(|s| (now - s).max(0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHARES: Shares = Shares { rest: 0.1, wake: 0.25, min_busy_cores: 0.05 };
+
+    /// Runs `secs` seconds at `cpu` cores and `stall` cores of stall, a reading every
+    /// half second; returns the changes seen.
+    fn run(a: &mut Activity, t: &mut f64, counters: &mut (f64, f64), secs: f64, cpu: f64, stall: f64) -> Vec<Change> {
+        let mut out = Vec::new();
+        for _ in 0..(secs * 2.0) as usize {
+            *t += 0.5;
+            counters.0 += cpu * 0.5;
+            counters.1 += stall * 0.5;
+            out.extend(a.step(*t, counters.0, counters.1, false, 30.0, &SHARES));
+        }
+        out
+    }
+
+    #[test]
+    fn a_busy_tenant_that_stops_rests_within_a_second_and_wakes_when_it_starts_again() {
+        let (mut a, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
+        a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+        assert!(run(&mut a, &mut t, &mut c, 40.0, 0.9, 0.0).is_empty());
+        assert!(a.usual > 0.6, "{a:?}");
+        assert_eq!(run(&mut a, &mut t, &mut c, 1.0, 0.0, 0.0), [Change::Rested]);
+        let usual = a.usual;
+        assert!(run(&mut a, &mut t, &mut c, 20.0, 0.0, 0.0).is_empty());
+        assert_eq!(a.usual, usual, "how busy it was is remembered while it rests");
+        assert_eq!(run(&mut a, &mut t, &mut c, 0.5, 0.5, 0.0), [Change::Woke]);
+        assert!((a.mean_rest_secs.unwrap() - 20.5).abs() < 0.6, "{a:?}");
+        assert_eq!(a.since_rest_secs(t), Some(0.0));
+    }
+
+    #[test]
+    fn waiting_on_the_tier_is_working_on_a_fast_tier_and_on_a_hard_disk_alike() {
+        for (cpu, stall) in [(0.05, 0.5), (0.001, 0.9)] {
+            let (mut a, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
+            a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+            run(&mut a, &mut t, &mut c, 30.0, 0.8, 0.0);
+            run(&mut a, &mut t, &mut c, 5.0, 0.0, 0.0);
+            assert!(a.rest_since.is_some());
+            // It wakes to a hot set on the tier: little CPU, mostly waiting for reads.
+            assert_eq!(run(&mut a, &mut t, &mut c, 1.0, cpu, stall), [Change::Woke], "{cpu} {stall}");
+            // Thrashing at its quota is working too.
+            assert!(run(&mut a, &mut t, &mut c, 20.0, cpu, stall).is_empty());
+            assert!(a.stall_share > 0.9);
+        }
+    }
+
+    #[test]
+    fn a_burst_of_faults_at_rest_or_a_thread_not_asleep_changes_nothing() {
+        let (mut a, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
+        a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+        run(&mut a, &mut t, &mut c, 30.0, 0.5, 0.0);
+        // Its report thread faults 300 pages back at 80 µs each: 0.05 cores for half a second.
+        run(&mut a, &mut t, &mut c, 2.0, 0.0, 0.0);
+        assert!(run(&mut a, &mut t, &mut c, 0.5, 0.0, 0.048).is_empty(), "{a:?}");
+        assert!(a.rest_since.is_some());
+        // Busy but reading no counters yet (a CPU queue): not at rest.
+        let (mut b, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
+        b.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+        run(&mut b, &mut t, &mut c, 30.0, 0.5, 0.0);
+        t += 0.5;
+        assert_eq!(b.step(t, c.0, c.1, true, 30.0, &SHARES), None);
+        assert!(b.rest_since.is_none());
+    }
+
+    #[test]
+    fn a_tenant_that_never_does_much_is_left_to_sampling_and_exits_give_no_negative_rate() {
+        let (mut a, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
+        a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+        run(&mut a, &mut t, &mut c, 60.0, 0.02, 0.0);
+        assert!(run(&mut a, &mut t, &mut c, 10.0, 0.0, 0.0).is_empty());
+        a.step(t + 1.0, 0.0, 0.0, false, 30.0, &SHARES);
+        assert_eq!(a.cores, 0.0);
+    }
+}
