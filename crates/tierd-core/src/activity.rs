@@ -47,8 +47,9 @@ pub enum Change {
 pub struct Activity {
     /// The last reading: when, CPU seconds and stall seconds so far.
     last: Option<(f64, f64, f64)>,
-    /// Cores of activity (CPU + stall) over the last step.
+    /// Cores of activity (CPU + stall) over the last step, and of CPU alone.
     pub cores: f64,
+    pub cpu: f64,
     /// Its activity as a rule while running, averaged over about a window; not moved
     /// while at rest (it remembers how busy the tenant was).
     pub usual: f64,
@@ -89,6 +90,7 @@ impl Activity {
         let cpu = (cpu_secs - cpu0).max(0.0) / dt;
         let stall = (stall_secs - stall0).max(0.0) / dt;
         self.cores = cpu + stall;
+        self.cpu = cpu;
         self.stall_share = if self.cores > 0.0 { stall / self.cores } else { 0.0 };
         match self.rest_since {
             Some(since) if self.cores >= (s.wake * self.usual).max(s.min_busy_cores) => {
@@ -202,6 +204,17 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_below_its_predicted_progress_is_counted_until_it_catches_up() {
+        let mut a = Activity { stall_share: 0.6, ..Activity::default() };
+        let mut s = Shortfall::default();
+        assert_eq!(s.observe(10.0, Some(0.9), &a, 0.3), Some(0.0));
+        assert_eq!(s.observe(15.0, Some(0.9), &a, 0.3), Some(5.0));
+        assert_eq!(s.observe(16.0, None, &a, 0.3), None, "no prediction (no quota): nothing to fall short of");
+        a.stall_share = 0.05;
+        assert_eq!(s.observe(20.0, Some(0.9), &a, 0.3), None);
+    }
+
+    #[test]
     fn a_tenant_that_never_does_much_is_left_to_sampling_and_exits_give_no_negative_rate() {
         let (mut a, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
         a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
@@ -209,5 +222,25 @@ mod tests {
         assert!(run(&mut a, &mut t, &mut c, 10.0, 0.0, 0.0).is_empty());
         a.step(t + 1.0, 0.0, 0.0, false, 30.0, &SHARES);
         assert_eq!(a.cores, 0.0);
+    }
+}
+
+/// Whether a tenant gets done what the policy predicted: its progress (the share of its
+/// activity not stalled) against the prediction of the last plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shortfall {
+    since: Option<f64>,
+}
+
+impl Shortfall {
+    /// At `now`, with the last plan's `predicted` share and the tenant's activity:
+    /// returns the seconds its progress has stayed more than `by` below the prediction.
+    pub fn observe(&mut self, now: f64, predicted: Option<f64>, a: &Activity, by: f64) -> Option<f64> {
+        let short = predicted.is_some_and(|p| a.rest_since.is_none() && (1.0 - a.stall_share) < p - by);
+        if !short {
+            self.since = None;
+            return None;
+        }
+        Some(now - *self.since.get_or_insert(now))
     }
 }

@@ -88,13 +88,29 @@ pub struct RawTracker {
     pub cpu_budget: Option<f64>,
 }
 
+/// `policy` as written: a name (`policy = "tierd"`), or a table with the name and the
+/// `tierd` policy's tunables (`[policy]` `kind = "tierd"`, `[policy.tierd]` …).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RawPolicy {
+    Name(PolicyKind),
+    Table(PolicyTable),
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyTable {
+    pub kind: Option<PolicyKind>,
+    pub tierd: Option<crate::policy::Knobs>,
+}
+
 /// The configuration file as written; every key is optional.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawConfig {
     pub dram_budget: Option<ByteSize>,
     pub ratio: Option<f64>,
-    pub policy: Option<PolicyKind>,
+    pub policy: Option<RawPolicy>,
     pub interval: Option<String>,
     pub state_dir: Option<PathBuf>,
     pub socket: Option<PathBuf>,
@@ -144,6 +160,8 @@ pub struct Config {
     pub dram_budget: u64,
     pub ratio: f64,
     pub policy: PolicyKind,
+    /// The `tierd` policy's tunables.
+    pub knobs: crate::policy::Knobs,
     pub interval: Duration,
     pub state_dir: PathBuf,
     pub socket: PathBuf,
@@ -236,13 +254,21 @@ impl RawConfig {
             ));
         }
 
+        let (policy, knobs) = match &self.policy {
+            None => (PolicyKind::default(), crate::policy::Knobs::default()),
+            Some(RawPolicy::Name(k)) => (*k, crate::policy::Knobs::default()),
+            Some(RawPolicy::Table(t)) => (t.kind.unwrap_or_default(), t.tierd.unwrap_or_default()),
+        };
+        errs.extend(knobs.problems());
+
         if !errs.is_empty() {
             return Err(ConfigError::Invalid(errs));
         }
         Ok(Config {
             dram_budget,
             ratio,
-            policy: self.policy.unwrap_or_default(),
+            policy,
+            knobs,
             interval,
             state_dir,
             socket,
@@ -322,6 +348,21 @@ mod tests {
     fn tier_size_follows_budget_and_ratio() {
         let raw = RawConfig::from_toml("dram_budget = \"1G\"\nratio = 1.5\n").unwrap();
         assert_eq!(raw.validate(HOST).unwrap().tier.size, 1537 * MIB);
+    }
+
+    #[test]
+    fn the_policy_is_a_name_or_a_table_with_the_tierd_knobs() {
+        let c = RawConfig::from_toml("policy = \"none\"\n").unwrap().validate(HOST).unwrap();
+        assert_eq!(c.policy, PolicyKind::None);
+        let c = RawConfig::from_toml("[policy]\nkind = \"tierd\"\n[policy.tierd]\nhorizon_secs = 60\n")
+            .unwrap()
+            .validate(HOST)
+            .unwrap();
+        assert_eq!((c.policy, c.knobs.horizon_secs), (PolicyKind::Tierd, 60.0));
+        let raw = RawConfig::from_toml("[policy.tierd]\nrest_share = 2\n").unwrap();
+        let ConfigError::Invalid(errs) = raw.validate(HOST).unwrap_err() else { panic!() };
+        assert!(errs.join("\n").contains("policy.tierd.rest_share 2"), "{errs:?}");
+        assert!(RawConfig::from_toml("[policy.tierd]\nhorizon = 1\n").is_err(), "unknown knobs are refused");
     }
 
     #[test]

@@ -11,7 +11,6 @@ pub mod admission;
 pub mod config;
 pub mod health;
 pub mod name;
-pub mod pace;
 pub mod plan;
 pub mod policy;
 pub mod size;

@@ -29,6 +29,10 @@ pub struct TenantPlan {
     /// The policy saw the tenant wake up this interval (the engine remembers when).
     #[serde(default)]
     pub woke: bool,
+    /// The share of its work the policy predicts it gets done under its quota (working
+    /// tenants under per-tenant quotas): the engine checks it against what it measures.
+    #[serde(default)]
+    pub predicted_useful: Option<f64>,
 }
 
 impl TenantPlan {
@@ -42,6 +46,7 @@ impl TenantPlan {
             collapse: Vec::new(),
             relayout: Vec::new(),
             woke: false,
+            predicted_useful: None,
         }
     }
 }

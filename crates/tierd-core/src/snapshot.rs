@@ -39,6 +39,11 @@ pub struct Activeness {
     /// sizes quotas by `active_bytes`).
     #[serde(default)]
     pub touched_in_window_bytes: Option<u64>,
+    /// Share of the last interval's samples that came back (were touched) by its end:
+    /// with the tenant's faults, what tells how much of its hot set a slowed tenant
+    /// lacks (see `policy::curve`).
+    #[serde(default)]
+    pub returned_share: Option<f64>,
 }
 
 impl Activeness {
@@ -129,6 +134,20 @@ pub struct TenantView {
     /// window before that is what it was working on, and what it needs back on waking.
     #[serde(default)]
     pub rest_began_secs: Option<f64>,
+    /// Its usual activity when working, cores (CPU and stall time, see
+    /// [`crate::activity`]): how much work it wants done a second.
+    #[serde(default)]
+    pub demand_cores: f64,
+    /// Share of its activity lately that was waiting for memory.
+    #[serde(default)]
+    pub stall_share: f64,
+    /// Mean length of its rests so far, if it has rested.
+    #[serde(default)]
+    pub mean_rest_secs: Option<f64>,
+    /// Seconds its measured progress has stayed below the policy's prediction by more
+    /// than the knobs allow, if it has (see [`crate::activity::Shortfall`]).
+    #[serde(default)]
+    pub short_secs: Option<f64>,
     pub regions: Vec<Region>,
 }
 
@@ -150,6 +169,10 @@ impl TenantView {
             at_rest_secs: None,
             since_rest_secs: None,
             rest_began_secs: None,
+            demand_cores: 0.0,
+            stall_share: 0.0,
+            mean_rest_secs: None,
+            short_secs: None,
             regions: Vec::new(),
         }
     }

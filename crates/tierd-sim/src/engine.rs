@@ -3,19 +3,19 @@
 //!
 //! Each interval (5 s in the suite) it measures every tenant, lets the tracker observe
 //! (policy `tierd` only), takes a [`Snapshot`] and calls `tierd_core::policy::plan`
-//! unchanged; every half second it reads each tenant's CPU time and faults through
-//! `tierd_core::pace::CpuPace`, as the daemon does, and plans at once when a tenant
-//! woke or came to rest. A quota cut is a v1 limit write: the loop waits while the
+//! unchanged; every half second it reads each tenant's CPU time and faults into
+//! `tierd_core::activity::Activity`, as the daemon does, and plans at once when a
+//! tenant woke or came to rest. A quota cut is a v1 limit write: the loop waits while the
 //! kernel reclaims down to it; demotion pages regions out in runs; prefetch and relayout
 //! queue reads on the device.
 
 use std::collections::VecDeque;
 
 use tierd_core::TenantName;
+use tierd_core::activity::Activity;
 use tierd_core::config::PolicyKind;
-use tierd_core::pace::CpuPace;
 use tierd_core::plan::Plan;
-use tierd_core::policy::{self, WAKE_JUMP, WAKE_MIN_FAULTS};
+use tierd_core::policy::{self, Knobs};
 use tierd_core::snapshot::{Snapshot, TenantView, TierView};
 use tierd_core::tenant::TenantSpec;
 
@@ -38,6 +38,7 @@ pub struct Settings {
     pub interval: f64,
     pub window: f64,
     pub tier_size: u64,
+    pub knobs: Knobs,
 }
 
 #[derive(Debug)]
@@ -45,12 +46,18 @@ struct EngineTenant {
     spec: TenantSpec,
     quota: Option<u64>,
     tracker: Option<Tracker>,
-    pace: CpuPace,
-    woke_at: Option<f64>,
+    activity: Activity,
+    /// Seconds it has waited for the tier so far: its faults × the read time.
+    stall_secs: f64,
+    /// The last plan's prediction of its progress, and how long it fell short of it.
+    predicted: Option<f64>,
+    shortfall: tierd_core::activity::Shortfall,
+    short_secs: Option<f64>,
     fault_rates: VecDeque<f64>,
     rate: f64,
     tick_at: Option<(f64, f64)>,
-    watch: Option<(f64, f64)>,
+    /// Its faults at the last watch.
+    watched_faults: f64,
     untracked: f64,
     laid_out: Vec<bool>,
     /// Regions prefetched and when: asked again only an interval later.
@@ -102,12 +109,15 @@ impl Engine {
                     tracker: (settings.policy == PolicyKind::Tierd).then(|| {
                         Tracker::new(regions, settings.window, settings.interval, SAMPLE_PAGES, CPU_BUDGET_PERCENT)
                     }),
-                    pace: CpuPace::default(),
-                    woke_at: None,
+                    activity: Activity::default(),
+                    stall_secs: 0.0,
+                    predicted: None,
+                    shortfall: Default::default(),
+                    short_secs: None,
                     fault_rates: VecDeque::new(),
                     rate: 0.0,
                     tick_at: None,
-                    watch: None,
+                    watched_faults: 0.0,
                     untracked: 0.0,
                     laid_out: vec![false; regions],
                     prefetched_at: vec![f64::NEG_INFINITY; regions],
@@ -151,30 +161,25 @@ impl Engine {
         }
     }
 
-    /// The half-second watch: a tenant faulting at a jump, or coming to or out of rest.
+    /// The half-second watch: a tenant coming to or out of rest.
     fn watch(&mut self, host: &Host) -> bool {
         if self.settings.policy != PolicyKind::Tierd {
             return false;
         }
         let now = host.now;
+        // The tier's read time now, as the daemon reads it from the disk's counters.
+        let read = host.device.read_latency();
+        let shares = self.settings.knobs.shares();
         let mut changed = false;
         for (et, t) in self.tenants.iter_mut().zip(&host.tenants) {
-            let mut rate = 0.0;
-            if let Some((at, faults)) = et.watch
-                && now > at
-            {
-                rate = (t.major_faults - faults) / (now - at);
-                let usual = et.fault_rates.iter().sum::<f64>() / et.fault_rates.len().max(1) as f64;
-                if rate >= WAKE_MIN_FAULTS * 2.0 && rate >= WAKE_JUMP * usual {
-                    changed = true;
-                }
-            }
-            et.watch = Some((now, t.major_faults));
+            et.stall_secs += (t.major_faults - et.watched_faults) * (read + self.settings.knobs.fault_cpu_secs);
+            et.watched_faults = t.major_faults;
             // CPU time is read in clock ticks (10 ms), as the daemon reads it.
             let cpu = (t.cpu_secs * 100.0).floor() / 100.0;
-            if et.pace.step(now, cpu, rate, t.busy(now), self.settings.window) {
+            if let Some(change) = et.activity.step(now, cpu, et.stall_secs, t.busy(now), self.settings.window, &shares)
+            {
                 changed = true;
-                if et.pace.rest_since.is_some() {
+                if change == tierd_core::activity::Change::Rested {
                     et.laid_out.iter_mut().for_each(|l| *l = false);
                 }
             }
@@ -234,8 +239,11 @@ impl Engine {
             write_bytes_per_sec: traffic.write_bytes_per_sec,
             utilization: traffic.utilization,
         };
+        for et in &mut self.tenants {
+            et.short_secs = et.shortfall.observe(now, et.predicted, &et.activity, self.settings.knobs.shortfall);
+        }
         let snap = self.snapshot(host);
-        let plan = policy::plan(self.settings.policy, &snap);
+        let plan = policy::plan(self.settings.policy, &snap, &self.settings.knobs);
         let wait = self.enforce(host, &plan, &mut spent);
         self.last = Some(snap);
         self.cpu_secs += spent;
@@ -260,10 +268,14 @@ impl Engine {
                 activeness: et.tracker.as_ref().and_then(Tracker::activeness),
                 tier_faults_per_sec: et.rate,
                 tier_faults_per_sec_avg: et.fault_rate_before(),
-                woke_secs_ago: et.woke_at.map(|w| now - w),
-                at_rest_secs: et.pace.rest_secs(now),
-                since_rest_secs: et.pace.since_rest_secs(now),
-                rest_began_secs: et.pace.rest_began_secs(now),
+                woke_secs_ago: et.activity.since_rest_secs(now),
+                at_rest_secs: et.activity.rest_secs(now),
+                since_rest_secs: et.activity.since_rest_secs(now),
+                rest_began_secs: et.activity.rest_began_secs(now),
+                demand_cores: et.activity.usual,
+                stall_share: et.activity.stall_share,
+                mean_rest_secs: et.activity.mean_rest_secs,
+                short_secs: et.short_secs,
                 regions: et
                     .tracker
                     .as_ref()
@@ -283,7 +295,6 @@ impl Engine {
 
     /// Carries a plan out; returns the seconds the loop waits on it.
     fn enforce(&mut self, host: &mut Host, plan: &Plan, spent: &mut f64) -> f64 {
-        let now = host.now;
         host.group_limit = plan.group_limit.map(|g| g as f64 / PAGE);
         let mut order: Vec<usize> = (0..plan.tenants.len()).collect();
         // Lowered quotas first, so the group never needs more than it has.
@@ -304,10 +315,8 @@ impl Engine {
                 wait += host.set_quota(i, tp.quota.map(|q| q as f64 / PAGE));
                 self.tenants[i].quota = tp.quota;
             }
-            if tp.woke {
-                self.tenants[i].woke_at = Some(now);
-            }
             self.tenants[i].reason = tp.reason.clone();
+            self.tenants[i].predicted = tp.predicted_useful;
             if !falling {
                 wait += self.moves(host, i, tp, spent);
             }

@@ -57,7 +57,10 @@ pub struct Tenant {
     start_delay: f64,
     /// Accesses per page of each class so far.
     pub exposure: Vec<f64>,
-    /// `exposure` as it was, every [`HISTORY_SECS`], newest last (for the LRU).
+    /// Pages of each class brought into DRAM without a touch so far (the fill's first
+    /// write aside: read back by a prefetch): the LRU holds them young all the same.
+    inserted: Vec<f64>,
+    /// `exposure` and `inserted` as they were, every [`HISTORY_SECS`], newest last.
     history: VecDeque<(f64, Vec<f64>)>,
     pub cpu_secs: f64,
     /// Operations done so far.
@@ -93,6 +96,7 @@ impl Tenant {
             started: None,
             start_delay,
             exposure: vec![0.0; classes],
+            inserted: vec![0.0; classes],
             history: VecDeque::new(),
             cpu_secs: 0.0,
             ops_done: 0.0,
@@ -135,22 +139,25 @@ impl Tenant {
         self.mem.dram_pages()
     }
 
-    /// Accesses per page of class `c` over the last `secs`.
-    fn exposure_over(&self, c: usize, now: f64, secs: f64) -> f64 {
+    /// Accesses per page of class `c`, and pages of it brought in untouched, over the
+    /// last `secs`.
+    fn lately(&self, c: usize, now: f64, secs: f64) -> (f64, f64) {
+        let k = self.exposure.len();
         let at = now - secs;
         let i = self.history.partition_point(|(t, _)| *t <= at);
-        let then = match (i.checked_sub(1).and_then(|j| self.history.get(j)), self.history.get(i)) {
-            (Some((t0, a)), Some((t1, b))) => a[c] + (b[c] - a[c]) * (at - t0) / (t1 - t0).max(1e-9),
-            (None, Some((_, b))) => b[c] * 0.0,
-            (Some((_, a)), None) => a[c],
-            (None, None) => 0.0,
+        let then = |j: usize| match (i.checked_sub(1).and_then(|x| self.history.get(x)), self.history.get(i)) {
+            (Some((t0, a)), Some((t1, b))) => a[j] + (b[j] - a[j]) * (at - t0) / (t1 - t0).max(1e-9),
+            (Some((_, a)), None) => a[j],
+            _ => 0.0,
         };
-        (self.exposure[c] - then).max(0.0)
+        ((self.exposure[c] - then(c)).max(0.0), (self.inserted[c] - then(k + c)).max(0.0))
     }
 
-    fn remember_exposure(&mut self, now: f64) {
+    fn remember(&mut self, now: f64) {
         if self.history.back().is_none_or(|(t, _)| now - t >= HISTORY_SECS) {
-            self.history.push_back((now, self.exposure.clone()));
+            let mut v = self.exposure.clone();
+            v.extend(&self.inserted);
+            self.history.push_back((now, v));
             while self.history.front().is_some_and(|(t, _)| now - t > MAX_TURNOVER_SECS + 1.0) {
                 self.history.pop_front();
             }
@@ -282,7 +289,9 @@ impl Host {
         for (t, d) in self.tenants.iter_mut().zip(&demands) {
             let doing = t.doing(now);
             if doing == Doing::Fill {
-                t.mem.fill(d.fill_pages);
+                for (x, n) in t.inserted.iter_mut().zip(t.mem.fill(d.fill_pages)) {
+                    *x += n;
+                }
             }
             let mut got = Touched::default();
             t.last_ops = 0.0;
@@ -318,7 +327,7 @@ impl Host {
         let demand_rho = self.device.demand_rho(now, reads_done, pages_done, DT);
         let prefetch_rho = self.run_prefetch(demand_rho);
         for t in &mut self.tenants {
-            t.remember_exposure(now + DT);
+            t.remember(now + DT);
         }
         self.enforce_limits();
         let written = std::mem::take(&mut self.written);
@@ -396,8 +405,12 @@ impl Host {
             if runs < 1.0 && scat < 1.0 {
                 break;
             }
-            let mem = &mut self.tenants[i].mem;
-            let (got_runs, got_scat) = mem.read_back(r, runs, scat);
+            let t = &mut self.tenants[i];
+            let (got_runs, got_scat, by_class) = t.mem.read_back(r, runs, scat);
+            for (x, n) in t.inserted.iter_mut().zip(by_class) {
+                *x += n;
+            }
+            let mem = &mut t.mem;
             runs -= got_runs;
             scat -= got_scat;
             let (left_runs, left_scat) = mem.region_tier(r);
@@ -468,10 +481,16 @@ impl Host {
                 tots.iter().enumerate().map(move |(c, tot)| (i, c, alloc[c], tot.res + tot.pref)).collect::<Vec<_>>()
             })
             .collect();
+        // Under LRU a page is resident when touched within T, or brought in within T
+        // and not touched since.
         let touched = |secs: f64| -> Vec<f64> {
             classes
                 .iter()
-                .map(|&(i, c, alloc, _)| alloc * (1.0 - (-self.tenants[i].exposure_over(c, now, secs)).exp()))
+                .map(|&(i, c, alloc, _)| {
+                    let (exposure, inserted) = self.tenants[i].lately(c, now, secs);
+                    let p = 1.0 - (-exposure).exp();
+                    (alloc * p + inserted.min(alloc) * (1.0 - p)).min(alloc)
+                })
                 .collect()
         };
         let (mut lo, mut hi) = (DT.ln(), MAX_TURNOVER_SECS.ln());

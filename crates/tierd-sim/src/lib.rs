@@ -113,6 +113,7 @@ pub fn simulate_traced(point: &Point, mode: Mode, seed: u64, mut trace: impl FnM
         interval: INTERVAL_SECS,
         window: WINDOW_SECS,
         tier_size: (point.budget as f64 * point.tier_ratio) as u64,
+        knobs: tierd_core::policy::Knobs::default(),
     };
     let mut engine = engine::Engine::new(settings, &host, seed);
     let steps = (point.secs / calib::DT).round() as usize;

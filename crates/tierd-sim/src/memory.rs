@@ -251,8 +251,9 @@ impl Memory {
         t
     }
 
-    /// The fill writes `pages` more pages in address order; returns how many it wrote.
-    pub fn fill(&mut self, pages: f64) -> f64 {
+    /// The fill writes `pages` more pages in address order; returns how many it wrote
+    /// of each class.
+    pub fn fill(&mut self, pages: f64) -> Vec<f64> {
         let before: Vec<f64> = self.totals().iter().map(|t| t.res).collect();
         self.changed();
         let k = self.classes;
@@ -281,7 +282,7 @@ impl Memory {
             }
         }
         self.filled = end;
-        end - start
+        came
     }
 
     /// Frees up to `n` pages written out already (`MADV_PAGEOUT`, the sampler): the
@@ -370,8 +371,9 @@ impl Memory {
     }
 
     /// Reads region `r`'s tier pages back into the swap cache: up to `run_pages` of
-    /// those in runs and `scattered_pages` of the scattered ones. Returns what it read.
-    pub fn read_back(&mut self, r: usize, run_pages: f64, scattered_pages: f64) -> (f64, f64) {
+    /// those in runs and `scattered_pages` of the scattered ones. Returns what it read
+    /// of each kind, and of each class.
+    pub fn read_back(&mut self, r: usize, run_pages: f64, scattered_pages: f64) -> (f64, f64, Vec<f64>) {
         self.changed();
         let (mut run_have, mut scat_have) = (0.0, 0.0);
         for i in r * self.classes..(r + 1) * self.classes {
@@ -380,14 +382,16 @@ impl Memory {
         }
         let fr = if run_have > 0.0 { (run_pages / run_have).min(1.0) as f32 } else { 0.0 };
         let fs = if scat_have > 0.0 { (scattered_pages / scat_have).min(1.0) as f32 } else { 0.0 };
+        let mut by_class = vec![0.0; self.classes];
         for i in r * self.classes..(r + 1) * self.classes {
             let (a, b) = (self.tier_run[i] * fr, self.tier_scat[i] * fs);
             self.tier_run[i] -= a;
             self.tier_scat[i] -= b;
             self.pref_run[i] += a;
             self.pref_scat[i] += b;
+            by_class[i % self.classes] += (a + b) as f64;
         }
-        (run_have.min(run_pages), scat_have.min(scattered_pages))
+        (run_have.min(run_pages), scat_have.min(scattered_pages), by_class)
     }
 
     /// Region `r`'s pages on the tier: in runs, scattered.
@@ -439,7 +443,7 @@ mod tests {
     #[test]
     fn the_fill_writes_in_address_order_and_pages_are_conserved() {
         let (_, mut m) = memory(64, 16);
-        assert_eq!(m.fill(8192.0), 8192.0);
+        assert_eq!(m.fill(8192.0).iter().sum::<f64>(), 8192.0);
         assert!((m.cell_res(0, 0) - 512.0).abs() < 1e-3 && m.cell_res(16, 1) == 0.0);
         m.fill(1e9);
         assert!(m.filled());

@@ -56,6 +56,8 @@ struct Estimate {
     bytes: f64,
     var: f64,
     faulted: f64,
+    /// Share of the interval's samples that came back.
+    returned: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -198,7 +200,13 @@ impl Tracker {
             let (mean, var) = mean_and_var(&fracs);
             let r = self.sampled_from;
             let faulted = faulted_in.max(o.own_faults * PAGE);
-            self.history.push_back(Estimate { at: now, bytes: mean * r + faulted, var: var * r * r, faulted });
+            self.history.push_back(Estimate {
+                at: now,
+                bytes: mean * r + faulted,
+                var: var * r * r,
+                faulted,
+                returned: mean,
+            });
             let est = (mean * r).max((4u64 << 20) as f64);
             let k = (self.window / self.interval).max(1.0);
             let rel = 1.96 * (var * r * r).sqrt() / est / k.sqrt();
@@ -318,6 +326,7 @@ impl Tracker {
             recent_bytes: (k >= 2)
                 .then(|| self.history.iter().rev().take(2).map(|e| e.bytes.max(0.0) as u64).max().unwrap_or(0)),
             touched_in_window_bytes: self.last_observed.and_then(|now| self.touched_in_window(now)),
+            returned_share: self.history.back().map(|e| e.returned),
         })
     }
 

@@ -88,6 +88,9 @@ pub struct Engine {
     /// No batch of a relayout read back from the tier starts after this, within one
     /// pass (see [`RELAYOUT_SLICE`]).
     relayout_until: Instant,
+    /// The tier disk's counters at the last half-second watch, and the read time they gave.
+    watch_disk: Option<tierd_sys::procfs::DiskStats>,
+    watch_read_us: f64,
     _lock: File,
 }
 
@@ -161,6 +164,8 @@ impl Engine {
             http_address: None,
             tier_room_warned: false,
             relayout_until: Instant::now(),
+            watch_disk: None,
+            watch_read_us: 80.0,
             _lock: lock,
         };
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
@@ -266,8 +271,18 @@ impl Engine {
             warn_if_slow(&mut self.events, None, secs, || "activeness tracking".into());
         }
         self.sample_io();
+        let secs = now_secs();
+        let by = self.cfg.knobs.shortfall;
+        for t in self.tenants.values_mut() {
+            t.short_secs = t.shortfall.observe(secs, t.predicted, &t.activity, by);
+        }
         let snap = self.snapshot();
-        let plan = policy::plan(self.cfg.policy, &snap);
+        let plan = policy::plan(self.cfg.policy, &snap, &self.cfg.knobs);
+        for tp in &plan.tenants {
+            if let Some(t) = self.tenants.get_mut(&tp.name) {
+                t.predicted = tp.predicted_useful;
+            }
+        }
         self.enforce(&plan);
         let now = now_secs();
         if self.history.due(now) {
@@ -457,10 +472,10 @@ impl Engine {
         }
     }
 
-    /// Between intervals: is any tenant suddenly faulting from the tier (waking up), or
-    /// has one just come to rest (its CPU stopped) or ended its rest? Reads only each tenant's
-    /// processes' fault counters and CPU times, so the daemon can look every half
-    /// second and run the control loop at once instead of waiting out the interval.
+    /// Between intervals: has a tenant just come to rest or started working again (its
+    /// CPU and stall time against its usual, see `tierd_core::activity`)? Reads only each
+    /// tenant's processes' fault counters and CPU times, so the daemon can look every
+    /// half second and plan at once instead of waiting out the interval.
     pub fn fault_watch(&mut self) -> bool {
         if self.cfg.policy != PolicyKind::Tierd {
             return false;
@@ -468,6 +483,8 @@ impl Engine {
         let now = Instant::now();
         let secs = now_secs();
         let window = self.cfg.tracker.window.as_secs_f64();
+        let shares = self.cfg.knobs.shares();
+        let read_secs = self.watch_read_secs();
         let hz = tierd_sys::process::clock_ticks_per_sec().max(1) as f64;
         let mut changed = false;
         let names: Vec<TenantName> =
@@ -475,29 +492,35 @@ impl Engine {
         for name in names {
             let t = self.tenants.get_mut(&name).expect("listed above");
             let (own_faults, ticks) = t.read_counters(&self.proc);
-            let mut rate = 0.0;
-            if let Some((at, faults)) = t.watch
-                && now > at
-            {
-                rate = own_faults.saturating_sub(faults) as f64 / (now - at).as_secs_f64();
-                let usual = t.fault_rates.iter().copied().sum::<f64>() / t.fault_rates.len().max(1) as f64;
-                if rate >= tierd_core::policy::WAKE_MIN_FAULTS * 2.0 && rate >= tierd_core::policy::WAKE_JUMP * usual {
-                    changed = true;
-                }
+            if let Some((_, faults)) = t.watch {
+                t.stall_secs += own_faults.saturating_sub(faults) as f64 * (read_secs + self.cfg.knobs.fault_cpu_secs);
             }
             t.watch = Some((now, own_faults));
             let busy = t.procs.iter().any(|p| self.proc.any_thread_busy(p.pid()).unwrap_or(false));
-            if t.pace.step(secs, ticks as f64 / hz, rate, busy, window) {
+            if let Some(change) = t.activity.step(secs, ticks as f64 / hz, t.stall_secs, busy, window, &shares) {
                 changed = true;
                 // A rest began: what lay in runs before may have been read back and
                 // written out scattered since. Kept when a rest ends: the wake-up's
                 // prefetch reads the regions in runs first.
-                if t.pace.rest_since.is_some() {
+                if change == tierd_core::activity::Change::Rested {
                     t.laid_out.clear();
                 }
             }
         }
         changed
+    }
+
+    /// The tier's read time since the last watch, from the disk's counters (the
+    /// interval's figure is up to an interval old: a tier that turned slow would count
+    /// a waking tenant's reads as quick ones for that long); the last known otherwise.
+    fn watch_read_secs(&mut self) -> f64 {
+        let disk = self.tier.as_ref().and_then(|t| t.disk.clone()).and_then(|d| self.proc.diskstats(&d).ok().flatten());
+        if let (Some(now), Some(before)) = (disk, std::mem::replace(&mut self.watch_disk, disk))
+            && let Some(us) = now.read_latency_us_since(&before)
+        {
+            self.watch_read_us = us;
+        }
+        self.watch_read_us.max(1.0) / 1e6
     }
 
     /// Lets each tenant's tracker observe one interval.
@@ -570,10 +593,14 @@ impl Engine {
                 activeness: t.tracker.as_ref().and_then(|tr| tr.activeness()),
                 tier_faults_per_sec: t.measure.major_faults_per_sec,
                 tier_faults_per_sec_avg: t.fault_rate_before(),
-                woke_secs_ago: t.woke_at.map(|w| now - w),
-                at_rest_secs: t.pace.rest_secs(now),
-                since_rest_secs: t.pace.since_rest_secs(now),
-                rest_began_secs: t.pace.rest_began_secs(now),
+                woke_secs_ago: t.activity.since_rest_secs(now),
+                at_rest_secs: t.activity.rest_secs(now),
+                since_rest_secs: t.activity.since_rest_secs(now),
+                rest_began_secs: t.activity.rest_began_secs(now),
+                demand_cores: t.activity.usual,
+                stall_share: t.activity.stall_share,
+                mean_rest_secs: t.activity.mean_rest_secs,
+                short_secs: t.short_secs,
                 regions: t
                     .tracker
                     .as_ref()
@@ -791,9 +818,6 @@ impl Engine {
         } else {
             t.reason = tp.reason.clone();
         }
-        if tp.woke {
-            t.woke_at = Some(now);
-        }
         let (demoted, prefetched, collapsed) = match early {
             Some(m) => m,
             None => self.moves(tp),
@@ -977,7 +1001,8 @@ impl Engine {
         self.cg.create(&rel).with_context(|| format!("creating cgroup {rel}"))?;
         let mut snap = self.snapshot();
         snap.tenants.push(TenantView::unmeasured(spec.clone(), footprint));
-        let quota = policy::plan(self.cfg.policy, &snap).tenant(spec.name.as_str()).and_then(|p| p.quota);
+        let quota =
+            policy::plan(self.cfg.policy, &snap, &self.cfg.knobs).tenant(spec.name.as_str()).and_then(|p| p.quota);
         if let Err(e) = self.cg.set_limit(&rel, quota) {
             let _ = self.cg.remove(&rel);
             return Err(anyhow!(e).context("setting the new tenant's quota"));
@@ -1282,8 +1307,8 @@ impl Engine {
                 major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
                 tier_read_bytes_per_sec: if t.is_running() { t.measure.major_faults_per_sec * 4096.0 } else { 0.0 },
                 tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
-                cpu_cores: if t.is_running() { t.pace.cores } else { 0.0 },
-                at_rest_secs: if t.is_running() { t.pace.rest_secs(now_secs()) } else { None },
+                cpu_cores: if t.is_running() { t.activity.cpu } else { 0.0 },
+                at_rest_secs: if t.is_running() { t.activity.rest_secs(now_secs()) } else { None },
                 reason: t.reason.clone(),
                 errors: t.errors.clone(),
                 vm: t.spec.vm || t.guest.is_some(),

@@ -116,8 +116,6 @@ pub struct Tenant {
     pub tracker: Option<Box<dyn Tracker>>,
     /// Tier-1 fault rates of recent intervals, oldest first.
     pub fault_rates: VecDeque<f64>,
-    /// When the policy last saw the tenant wake up (seconds since the epoch).
-    pub woke_at: Option<f64>,
     /// Regions prefetched lately, by (pid, start), with when: not asked for again
     /// within the interval (between intervals the loop also runs early on a wake-up).
     pub prefetched: HashMap<(u32, u64), f64>,
@@ -125,8 +123,15 @@ pub struct Tenant {
     pub watch: Option<(Instant, u64)>,
     /// The tenant's own major faults (what its rates, and so wake-ups, are made of).
     pub own_faults: OwnFaults,
-    /// Its CPU use, read at the between-interval looks: whether it is at rest.
-    pub pace: tierd_core::pace::CpuPace,
+    /// Its CPU and stall time, read at the between-interval looks: whether it works.
+    pub activity: tierd_core::activity::Activity,
+    /// Seconds it has waited for the tier so far (its own faults × the read time):
+    /// the stall signal where the kernel gives none per cgroup.
+    pub stall_secs: f64,
+    /// The last plan's prediction of its progress, and how long it has fallen short.
+    pub predicted: Option<f64>,
+    pub shortfall: tierd_core::activity::Shortfall,
+    pub short_secs: Option<f64>,
     /// When a task of it was last found waiting at its quota (see `Engine::release_waiters`).
     pub waited_at: Option<Instant>,
     /// Regions, by (pid, start), whose tier pages are known to lie in runs since its
@@ -158,11 +163,14 @@ impl Tenant {
             measure: Measure::default(),
             tracker: None,
             fault_rates: VecDeque::new(),
-            woke_at: None,
             prefetched: HashMap::new(),
             watch: None,
             own_faults: OwnFaults::default(),
-            pace: Default::default(),
+            activity: Default::default(),
+            stall_secs: 0.0,
+            predicted: None,
+            shortfall: Default::default(),
+            short_secs: None,
             waited_at: None,
             laid_out: Default::default(),
             relayout_tally: (0, 0),

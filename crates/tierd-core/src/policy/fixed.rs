@@ -15,17 +15,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
         .map(|t| {
             let cap = t.spec.limit.unwrap_or(budget).max(t.spec.reserve);
             // A tenant that has not grown yet still weighs MIN_QUOTA, so it can grow.
-            Claim {
-                floor: t.spec.reserve,
-                demand: t.size().max(MIN_QUOTA),
-                active: 0,
-                hot: 0,
-                keep: 0,
-                hold: 0,
-                cap,
-                weight: t.size().max(MIN_QUOTA),
-                spare_weight: t.size().max(MIN_QUOTA),
-            }
+            Claim { floor: t.spec.reserve, demand: t.size().max(MIN_QUOTA), cap, weight: t.size().max(MIN_QUOTA) }
         })
         .collect();
     let parts = divide(budget, &claims);

@@ -1,37 +1,39 @@
 //! Placement policies: pure functions from a [`Snapshot`] to a [`Plan`].
 //!
 //! - `none`: plain Linux swap, one limit over all tenants (the baseline).
-//! - `static`: fixed quotas in proportion to tenant size.
-//! - `tierd`: quotas from measured activeness, proactive demotion of cold regions,
-//!   wake-up prefetch, demotion throttled when the tier is slow.
-//!
-//! All of them divide the DRAM budget with [`divide`], which honours reserves (floors),
-//! limits (caps) and shares (weights) the same way everywhere.
+//! - `static`: fixed quotas in proportion to tenant size ([`divide`]).
+//! - `tierd`: DRAM where it buys the most work, from each tenant's fault curve, per-tenant
+//!   quotas only where they beat one shared limit; prefetch, demotion and relayout of
+//!   regions (see `tierd.rs`). Its tunables are [`Knobs`].
 
+pub mod allocate;
+pub mod curve;
 mod divide;
 mod fixed;
+mod knobs;
+pub mod moves;
 mod none;
 mod tierd;
 
-pub use divide::{Claim, damp, divide};
-pub use tierd::{WAKE_JUMP, WAKE_MIN_FAULTS};
+pub use divide::{Claim, divide};
+pub use knobs::Knobs;
+pub use tierd::ceiling;
 
 use crate::config::PolicyKind;
 use crate::plan::Plan;
 use crate::snapshot::Snapshot;
 
-/// Smallest quota tierd gives a tenant, so a tenant is never starved outright.
+/// Smallest quota tierd gives a working tenant, so a tenant is never starved outright.
 pub const MIN_QUOTA: u64 = 32 << 20;
 
 /// Plans one interval with the given policy.
-pub fn plan(kind: PolicyKind, snap: &Snapshot) -> Plan {
+pub fn plan(kind: PolicyKind, snap: &Snapshot, knobs: &Knobs) -> Plan {
     match kind {
         PolicyKind::None => none::plan(snap),
         PolicyKind::Static => fixed::plan(snap),
-        PolicyKind::Tierd => tierd::plan(snap),
+        PolicyKind::Tierd => tierd::plan(snap, knobs),
     }
 }
-
 #[cfg(test)]
 pub(crate) mod testutil {
     use crate::name::TenantName;

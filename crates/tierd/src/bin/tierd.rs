@@ -111,7 +111,15 @@ fn run() -> anyhow::Result<()> {
     };
     raw.dram_budget = args.dram_budget.or(raw.dram_budget);
     raw.ratio = args.ratio.or(raw.ratio);
-    raw.policy = args.policy.or(raw.policy);
+    // A --policy flag picks the policy; the file's `[policy.tierd]` knobs stay.
+    if let Some(kind) = args.policy {
+        raw.policy = Some(match raw.policy.take() {
+            Some(tierd_core::config::RawPolicy::Table(t)) => {
+                tierd_core::config::RawPolicy::Table(tierd_core::config::PolicyTable { kind: Some(kind), ..t })
+            }
+            _ => tierd_core::config::RawPolicy::Name(kind),
+        });
+    }
     raw.interval = args.interval.or(raw.interval);
     raw.state_dir = args.state_dir.or(raw.state_dir);
     raw.socket = args.socket.or(raw.socket);

@@ -187,6 +187,8 @@ struct Estimate {
     var: f64,
     /// Of which memory that became resident (tier faults, new pages).
     faulted: f64,
+    /// Share of the interval's small samples that came back.
+    returned: f64,
 }
 
 /// The small samples drawn at one observation, followed through the window: the
@@ -660,6 +662,7 @@ impl Tracker for SamplingTracker {
                 bytes: mean * r + huge_mean * hr + self.counted_whole_bytes as f64 + faulted,
                 var: var * r * r + huge_var * hr * hr,
                 faulted,
+                returned: mean,
             });
             // Adapt the sample size so the window's estimate has the precision wanted:
             // k intervals averaged shrink the per-interval interval by √k. Both strata
@@ -745,6 +748,7 @@ impl Tracker for SamplingTracker {
             recent_bytes: (k >= 2)
                 .then(|| self.history.iter().rev().take(2).map(|e| e.bytes.max(0.0) as u64).max().unwrap_or(0)),
             touched_in_window_bytes: self.last_observed.and_then(|now| self.touched_in_window(now)),
+            returned_share: self.history.back().map(|e| e.returned),
         })
     }
 
@@ -887,7 +891,7 @@ mod tests {
         t.batch_returned(0.0, 100 * PAGE);
         t.batch_returned(5.0, 400 * PAGE);
         for at in [5.0, 10.0, 15.0, 20.0, 25.0, 30.0] {
-            t.history.push_back(Estimate { at, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64 });
+            t.history.push_back(Estimate { at, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
         }
         assert_eq!(t.touched_in_window(20.0), None, "no batch is a window old yet");
         assert_eq!(

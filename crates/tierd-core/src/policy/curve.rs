@@ -1,0 +1,160 @@
+//! A tenant's fault curve: how often it would read from the tier with q bytes of DRAM,
+//! and so the share of its work it gets done.
+//!
+//! From what the tracker measures: the memory it touches every interval (its hot set:
+//! each page there is touched at least once an interval, and, when the tenant faults at
+//! its quota now, as often as those faults say), and what it reuses less often within
+//! the window (warm: about twice a window). With q bytes the kernel's LRU inside its
+//! quota keeps the hottest: it faults on the hot bytes beyond q at the hot rate, and on
+//! the warm bytes beyond what is left at the warm rate. A fault costs the tier's read
+//! time now (which carries the device's speed and its queue) and the CPU of the fault,
+//! so the share of its work done is U = 1 / (1 + f·t), f its faults per second of work.
+//! U is convex in q over a uniformly used hot set — a share of a cliff is worth almost
+//! nothing — which is why the allocation works on the curve's concave envelope.
+
+use crate::policy::Knobs;
+use crate::snapshot::{TenantView, TierView};
+
+const PAGE: f64 = 4096.0;
+/// A read from the tier when none was timed lately: the fast tier's p50 here.
+const DEFAULT_READ_SECS: f64 = 80e-6;
+/// Tier reads a second that say a working tenant lacks part of its hot set.
+const FAULTING: f64 = 50.0;
+
+/// Seconds a read from the tier costs the thread that faults: the device's read time
+/// at its load now, and the CPU of the fault.
+pub fn fault_secs(tier: &TierView, k: &Knobs) -> f64 {
+    tier.read_latency_us.map_or(DEFAULT_READ_SECS, |us| us / 1e6) + k.fault_cpu_secs
+}
+
+/// One tenant's curve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Curve {
+    /// Bytes touched every interval (with the estimate's confidence half-width).
+    pub hot: u64,
+    /// Bytes reused within the window beyond the hot set.
+    pub warm: u64,
+    /// Accesses per page per second at full speed: of the hot set, of the warm part.
+    pub hot_rate: f64,
+    pub warm_rate: f64,
+    /// Seconds of work a second: its usual activity when working (cores).
+    pub cores: f64,
+}
+
+impl Curve {
+    /// The curve of a working tenant. Not measured yet: all of it taken as hot. Just
+    /// woken: at least the working set it had before its rest.
+    pub fn of(t: &TenantView, window: f64, interval: f64, k: &Knobs) -> Curve {
+        let cores = t.demand_cores.max(k.min_busy_cores);
+        let Some(a) = t.activeness else {
+            let size = t.size();
+            return Curve { hot: size, warm: 0, hot_rate: k.min_hot_rate, warm_rate: 2.0 / window, cores };
+        };
+        // What it touched in the last two intervals: the window's average lags a phase
+        // change by a window either way (a server that loaded all of its memory read as
+        // wholly hot for 30 s after). What it reuses less often is the warm part below.
+        let now = a.recent_bytes.unwrap_or(a.active_bytes);
+        let mut hot = (now + a.ci_bytes).min(t.size().max(now));
+        // Woken within the window: the tracker's window still holds its rest, and what
+        // it will touch is the working set it had before (see `moves::working_set`).
+        if t.at_rest_secs.is_none() && t.since_rest_secs.is_some_and(|s| s <= window) {
+            let ws: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
+            hot = hot.max(ws);
+        }
+        // Slowed by faults at its quota, it touches each hot page seldom, so an interval's
+        // samples undercount its hot set: at the rate its samples came back
+        // (λ = −ln(1 − r) / interval), its faults say how much of the hot set is out
+        // (F / λ pages).
+        if t.at_rest_secs.is_none()
+            && t.tier_faults_per_sec >= FAULTING
+            && let Some(r) = a.returned_share.filter(|r| *r > 0.0 && *r < 0.99)
+        {
+            let rate = -(1.0 - r).ln() / interval;
+            let out = (t.tier_faults_per_sec / rate * PAGE) as u64;
+            hot = hot.max((t.dram + out).min(t.size()));
+        }
+        let warm = a.touched_bytes().min(t.size()).saturating_sub(hot);
+        // Faulting at its quota now: the hot bytes it lacks are touched this often
+        // (per second of its work, which the stall slows).
+        let short = hot.saturating_sub(t.dram) as f64 / PAGE;
+        let progress = (1.0 - t.stall_share).max(0.05);
+        let measured = if short >= 256.0 { t.tier_faults_per_sec / short / progress } else { 0.0 };
+        Curve { hot, warm, hot_rate: measured.max(k.min_hot_rate), warm_rate: 2.0 / window, cores }
+    }
+
+    /// What it touches within the window.
+    pub fn touched(&self) -> u64 {
+        self.hot + self.warm
+    }
+
+    /// Reads a second from the tier at full speed with `q` bytes of DRAM.
+    pub fn faults_per_sec(&self, q: u64) -> f64 {
+        let short_hot = self.hot.saturating_sub(q) as f64 / PAGE;
+        let short_warm = self.touched().saturating_sub(q.max(self.hot)) as f64 / PAGE;
+        short_hot * self.hot_rate + short_warm * self.warm_rate
+    }
+
+    /// The share of its work it gets done with `q` bytes, each read costing `fault_secs`.
+    pub fn useful(&self, q: u64, fault_secs: f64) -> f64 {
+        1.0 / (1.0 + self.faults_per_sec(q) / self.cores * fault_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testutil::*;
+    use crate::snapshot::Activeness;
+
+    fn working(active: u64, touched: u64) -> TenantView {
+        let mut t = tenant("t", GIB);
+        t.activeness =
+            Some(Activeness { active_bytes: active, touched_in_window_bytes: Some(touched), ..Default::default() });
+        t.demand_cores = 0.5;
+        t
+    }
+
+    #[test]
+    fn a_uniform_hot_set_an_eighth_short_runs_at_a_few_percent_and_whole_at_full_speed() {
+        let c = Curve::of(&working(256 * MIB, 256 * MIB), 30.0, 5.0, &Knobs::default());
+        assert_eq!((c.hot, c.warm), (256 * MIB, 0));
+        let t = 100e-6;
+        assert_eq!(c.useful(256 * MIB, t), 1.0);
+        let eighth = c.useful(224 * MIB, t);
+        assert!(eighth < 0.1, "{eighth}");
+        // Convex: half of the hot set is worth far less than half of the whole.
+        assert!(c.useful(128 * MIB, t) < 0.05);
+    }
+
+    #[test]
+    fn a_warm_tail_costs_little_a_page_and_faults_at_its_quota_raise_the_hot_rate() {
+        let k = Knobs::default();
+        let c = Curve::of(&working(100 * MIB, 300 * MIB), 30.0, 5.0, &k);
+        assert_eq!(c.warm, 200 * MIB);
+        let t = 100e-6;
+        // A page of the tail is touched about twice a window, a hot one at least ten
+        // times a second: 100 MiB of tail costs a quarter of its work, 50 MiB of hot
+        // set nearly all of it.
+        let tail = c.useful(200 * MIB, t);
+        assert!(tail > 0.7 && tail < 0.8, "half the warm tail cut: {tail}");
+        assert!(c.useful(50 * MIB, t) < 0.05);
+        // 128 MiB short of its hot set and faulting 8000 pages/s while half stalled: at
+        // full speed each missing page is touched ~0.49 times a second.
+        let mut v = working(256 * MIB, 256 * MIB);
+        v.dram = 128 * MIB;
+        v.tier_faults_per_sec = 8000.0;
+        v.stall_share = 0.5;
+        let low = Knobs { min_hot_rate: 0.1, ..k };
+        assert!((Curve::of(&v, 30.0, 5.0, &low).hot_rate - 8000.0 / 32768.0 / 0.5).abs() < 1e-9);
+        assert_eq!(Curve::of(&v, 30.0, 5.0, &k).hot_rate, k.min_hot_rate, "never under the floor");
+    }
+
+    #[test]
+    fn a_slow_tier_makes_every_fault_dearer() {
+        let k = Knobs::default();
+        let fast = TierView { read_latency_us: Some(90.0), ..TierView::default() };
+        let slow = TierView { read_latency_us: Some(7000.0), ..TierView::default() };
+        assert!(fault_secs(&slow, &k) > 50.0 * fault_secs(&fast, &k) / 2.0);
+        assert!((fault_secs(&TierView::default(), &k) - 100e-6).abs() < 1e-9);
+    }
+}
