@@ -20,6 +20,8 @@ const PAGE: f64 = 4096.0;
 const DEFAULT_READ_SECS: f64 = 80e-6;
 /// Tier reads a second that say a working tenant lacks part of its hot set.
 const FAULTING: f64 = 50.0;
+/// A share of samples back within an interval that says every hot page was touched.
+const STEEP: f64 = 0.95;
 
 /// Seconds a read from the tier costs the thread that faults: the device's read time
 /// at its load now, and the CPU of the fault.
@@ -39,16 +41,28 @@ pub struct Curve {
     pub warm_rate: f64,
     /// Seconds of work a second: its usual activity when working (cores).
     pub cores: f64,
+    /// Its hot set is a cliff: every page of it touched many times an interval (its
+    /// samples came back whole). A skewed one (a Zipf head and a tail) the kernel's LRU
+    /// keeps about as well as any quota would.
+    pub steep: bool,
 }
 
 impl Curve {
-    /// The curve of a working tenant. Not measured yet: all of it taken as hot. Just
+    /// The curve of a working tenant. Not measured yet: all of it taken as hot, and not
+    /// steep (it is filling; the kernel's LRU sees to it until sampling does). Just
     /// woken: at least the working set it had before its rest.
     pub fn of(t: &TenantView, window: f64, interval: f64, k: &Knobs) -> Curve {
         let cores = t.demand_cores.max(k.min_busy_cores);
         let Some(a) = t.activeness else {
             let size = t.size();
-            return Curve { hot: size, warm: 0, hot_rate: k.min_hot_rate, warm_rate: 2.0 / window, cores };
+            return Curve {
+                hot: size,
+                warm: 0,
+                hot_rate: k.min_hot_rate,
+                warm_rate: 2.0 / window,
+                cores,
+                steep: false,
+            };
         };
         // What it touched in the last two intervals: the window's average lags a phase
         // change by a window either way (a server that loaded all of its memory read as
@@ -73,13 +87,24 @@ impl Curve {
             let out = (t.tier_faults_per_sec / rate * PAGE) as u64;
             hot = hot.max((t.dram + out).min(t.size()));
         }
+        // Thrashing and nothing known of it yet (a tenant starved since it started): at
+        // least what it holds and what it reads back an interval.
+        if t.at_rest_secs.is_none() && t.stall_share >= 0.5 {
+            let read = (t.tier_faults_per_sec * interval * PAGE) as u64;
+            hot = hot.max((t.dram + read).min(t.size()));
+        }
         let warm = a.touched_bytes().min(t.size()).saturating_sub(hot);
-        // Faulting at its quota now: the hot bytes it lacks are touched this often
-        // (per second of its work, which the stall slows).
-        let short = hot.saturating_sub(t.dram) as f64 / PAGE;
-        let progress = (1.0 - t.stall_share).max(0.05);
-        let measured = if short >= 256.0 { t.tier_faults_per_sec / short / progress } else { 0.0 };
-        Curve { hot, warm, hot_rate: measured.max(k.min_hot_rate), warm_rate: 2.0 / window, cores }
+        // How steep its hot set is: samples that nearly all came back within an interval
+        // say each page is touched many times over (a cliff, at least `min_hot_rate`);
+        // fewer say it is skewed, a head touched often and a tail now and then, and a
+        // page at the edge of what it keeps is touched about as often as its samples
+        // came back: λ = −ln(1 − r) / interval.
+        let steep = a.returned_share.is_none_or(|r| r >= STEEP);
+        let hot_rate = match a.returned_share {
+            Some(r) if !steep => (-(1.0 - r).ln() / interval).max(2.0 / window),
+            _ => k.min_hot_rate,
+        };
+        Curve { hot, warm, hot_rate, warm_rate: 2.0 / window, cores, steep }
     }
 
     /// What it touches within the window.
@@ -138,15 +163,15 @@ mod tests {
         let tail = c.useful(200 * MIB, t);
         assert!(tail > 0.7 && tail < 0.8, "half the warm tail cut: {tail}");
         assert!(c.useful(50 * MIB, t) < 0.05);
-        // 128 MiB short of its hot set and faulting 8000 pages/s while half stalled: at
-        // full speed each missing page is touched ~0.49 times a second.
+        // Samples that came back whole: a cliff; three quarters back: a skewed hot set,
+        // its edge touched ~0.28 times a second.
         let mut v = working(256 * MIB, 256 * MIB);
-        v.dram = 128 * MIB;
-        v.tier_faults_per_sec = 8000.0;
-        v.stall_share = 0.5;
-        let low = Knobs { min_hot_rate: 0.1, ..k };
-        assert!((Curve::of(&v, 30.0, 5.0, &low).hot_rate - 8000.0 / 32768.0 / 0.5).abs() < 1e-9);
-        assert_eq!(Curve::of(&v, 30.0, 5.0, &k).hot_rate, k.min_hot_rate, "never under the floor");
+        v.activeness.as_mut().unwrap().returned_share = Some(0.99);
+        assert_eq!(Curve::of(&v, 30.0, 5.0, &k).hot_rate, k.min_hot_rate);
+        v.activeness.as_mut().unwrap().returned_share = Some(0.75);
+        let skewed = Curve::of(&v, 30.0, 5.0, &k);
+        assert!((skewed.hot_rate - 4f64.ln() / 5.0).abs() < 1e-9);
+        assert!(skewed.useful(192 * MIB, t) > 0.5, "a quarter short of a skewed hot set is no cliff");
     }
 
     #[test]

@@ -33,6 +33,8 @@ const RELAYOUT_ROOM: u64 = 32 << 20;
 const FAULTING: f64 = 50.0;
 /// Huge-page rebuilds per tenant, bytes per second of interval.
 const REBUILD_RATE: u64 = 64 << 20;
+/// A tenant stalled on memory this share of its time is thrashing.
+const THRASHING: f64 = 0.5;
 
 /// The most a tenant can use: its size and what rides on its pages (swap cache in
 /// flight, the huge page a rebuild copies into, page tables).
@@ -164,12 +166,17 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let (mut parts, left) = allocate(budget, &claims);
     spread(&states, &mut parts, left);
 
-    // Short when the working tenants' hot sets do not fit together: per-tenant quotas
-    // are for that. Tails reused now and then the kernel's LRU keeps well enough, and
-    // the estimate of what is touched within the window runs high under faults.
+    // Short when the working tenants' steep hot sets do not fit beside what the others
+    // hold: per-tenant quotas are for that, where one shared limit lets tenants alike
+    // thrash alike. Skewed hot sets and tails reused now and then the kernel's LRU keeps
+    // about as well as quotas would, and their estimates move with what they hold.
     let needs: u64 = states
         .iter()
-        .map(|s| if s.working { s.curve.hot + (s.curve.hot as f64 * k.headroom) as u64 } else { s.floor })
+        .map(|s| match (s.working, s.curve.steep || s.view.stall_share >= THRASHING) {
+            (true, true) => s.curve.hot + (s.curve.hot as f64 * k.headroom) as u64,
+            (true, false) => s.curve.hot.min(s.view.dram),
+            (false, _) => s.floor,
+        })
         .sum::<u64>();
     let short = needs > budget;
     let guarded = states.iter().any(|s| s.view.spec.reserve > 0 || s.view.pinned > 0 || s.view.spec.limit.is_some());
@@ -183,7 +190,11 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let shared_work = if in_quotas { shared_work } else { shared_work.max(measured_work(&states)) };
     let margin = if in_quotas { 1.0 - k.quota_margin } else { 1.0 + k.quota_margin };
     let fell_short = snap.tenants.iter().any(|t| t.short_secs.is_some_and(|s| s >= 2.0 * snap.window_secs));
-    let mode = if guarded || (short && !fell_short && model_work > shared_work * margin) {
+    // Under the shared limit quotas must also answer a tenant that measurably thrashes
+    // (its estimates are no evidence: under pressure a skewed tenant keeps its head and
+    // looks steep, and its tail faults count as hot).
+    let thrashing = in_quotas || states.iter().any(|s| s.working && s.view.stall_share >= THRASHING);
+    let mode = if guarded || (short && thrashing && !fell_short && model_work > shared_work * margin) {
         Mode::Quotas
     } else {
         Mode::Shared { short }
@@ -306,8 +317,12 @@ fn tenant_plan(
     tp.woke = t.since_rest_secs.is_some_and(|x| x <= interval) && t.at_rest_secs.is_none();
     let limit = quota.unwrap_or(u64::MAX);
 
-    // Prefetch: a working tenant whose working set is out on the tier, within its room.
-    if s.working && (t.since_rest_secs.is_some_and(|x| x <= window) || t.tier_faults_per_sec >= FAULTING) {
+    // Prefetch: a working tenant whose working set is out on the tier, within its room:
+    // one just woken, or a steep one faulting (every page out there will be touched; a
+    // skewed tenant's pages out there are its tail, and reading them back would only
+    // push out what others touch).
+    let woke = t.since_rest_secs.is_some_and(|x| x <= window);
+    if s.working && (woke || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
         let room = limit
             .min(s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64)
             .saturating_sub(t.dram)
