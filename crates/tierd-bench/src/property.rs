@@ -20,6 +20,8 @@ use crate::workload::Pattern;
 
 /// How far below plain swap counts as worse.
 pub const MARGIN: f64 = 0.05;
+/// Hosts drawn by default, and nameable as `random-hosts/host-NN`.
+pub const HOSTS: usize = 50;
 const SECS: u64 = 120;
 const HOSTS_SEED: u64 = 0x7ea5_0b1e;
 

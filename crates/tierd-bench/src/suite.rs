@@ -474,6 +474,10 @@ pub fn select(plan: &Plan) -> anyhow::Result<Vec<Scenario>> {
         anyhow::bail!("--scale {} must be above 0 and at most 4", plan.scale);
     }
     let mut all = catalogue(plan.scale);
+    // The property check's random hosts, by name (`random-hosts/host-07`), to look into one.
+    if plan.scenarios.iter().any(|s| s.starts_with("random-hosts")) {
+        all.push(crate::property::hosts(crate::property::HOSTS));
+    }
     let mut own = Vec::new();
     for f in &plan.files {
         let sc = crate::catalogue::load(f, plan.scale)?;

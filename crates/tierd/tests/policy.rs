@@ -1,6 +1,6 @@
 //! Real-kernel tests of the `tierd` policy with workload-generator tenants whose hot
-//! sets are known: the activeness estimate, quotas in proportion, wake-up, and a noisy
-//! neighbour.
+//! sets are known: the activeness estimate, one shared limit while hot sets fit and
+//! whole hot sets when they do not, wake-up, and a noisy neighbour.
 
 mod support;
 
@@ -56,7 +56,7 @@ fn the_activeness_estimate_lands_within_15_percent_of_the_hot_set() {
     }
     let t = d.tenant("w");
     assert!(u(&t["tracker_sample_pages"]) > 0, "{t:#}");
-    assert!(t["reason"].as_str().unwrap().contains("active"), "{t:#}");
+    assert!(t["reason"].as_str().unwrap().contains("touches"), "the reason says what it touches: {t:#}");
     // The heat map: the hot set's 128 regions are seen reused within the window (its
     // samples come back), the 384 regions only filled are not.
     let regions: Value = serde_json::from_str(&d.ctl(&["regions", "w", "--json"])).unwrap();
@@ -108,26 +108,59 @@ fn memory_touched_now_and_then_counts_in_full_within_the_window() {
 }
 
 #[test]
-fn two_tenants_with_different_hot_sets_get_quotas_in_proportion() {
+fn hot_sets_that_fit_share_one_limit_and_stay_resident() {
     let _g = serial();
     let mut d = daemon("512M", &[]);
     let work = |hot: &'static str| ["--size", "512M", "--hot", hot, "--duration", "60s", "--json", "--report", "5s"];
     d.run_workload("small", &["--size", "512M"], &work("64M"));
     d.run_workload("large", &["--size", "512M"], &work("256M"));
-    std::thread::sleep(Duration::from_secs(35));
-    let (small, large) = (d.tenant("small"), d.tenant("large"));
-    let (qs, ql) = (mib(&small["quota_bytes"]), mib(&large["quota_bytes"]));
-    assert!(qs >= 64.0 && ql >= 256.0, "each quota holds its hot set: {qs:.0} {ql:.0}");
-    assert!(qs + ql <= 512.5, "within the budget: {qs:.0} + {ql:.0}");
-    let ratio = ql / qs;
-    assert!(
-        (3.0..=5.0).contains(&ratio),
-        "hot sets 1:4, quotas {qs:.0}:{ql:.0} MiB (ratio {ratio:.2})\n{}\n{}",
-        d.ctl(&["explain", "small"]),
-        d.ctl(&["explain", "large"])
-    );
-    let e = d.ctl(&["explain", "large"]);
-    assert!(e.contains("quota") && e.contains("active"), "{e}");
+    // Past the fill and a window of samples: what each touches is known.
+    std::thread::sleep(Duration::from_secs(30));
+    let faults =
+        |d: &mut Daemon| -> Vec<u64> { ["small", "large"].iter().map(|n| u(&d.tenant(n)["major_faults"])).collect() };
+    let before = faults(&mut d);
+    std::thread::sleep(Duration::from_secs(10));
+    let after = faults(&mut d);
+    for (i, name) in ["small", "large"].iter().enumerate() {
+        let t = d.tenant(name);
+        let e = d.ctl(&["explain", name]);
+        assert!(t["quota_bytes"].is_null(), "no quota of its own while hot sets fit: {t:#}\n{e}");
+        assert!(e.contains("one shared limit"), "{e}");
+        // Its hot set stays in DRAM: a few hundred tracker samples fault back a second,
+        // not a hot set (16384 pages for 64 MiB).
+        assert!(after[i] - before[i] < 16384, "{name} faulted {} pages in 10 s\n{e}", after[i] - before[i]);
+    }
+}
+
+#[test]
+fn hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit() {
+    let _g = serial();
+    let mut d = daemon("512M", &[]);
+    let work = ["--size", "384M", "--hot", "320M", "--duration", "70s", "--json", "--report", "2s"];
+    d.run_workload("a", &["--size", "384M"], &work);
+    d.run_workload("b", &["--size", "384M"], &work);
+    // 640 MiB of hot sets on 512: under one limit both thrash; tierd gives one of them
+    // all of its hot set and the other what is left, instead of each a useless part.
+    wait_for("one tenant holding its whole hot set under a quota", Duration::from_secs(60), || {
+        ["a", "b"].iter().any(|n| d.tenant(n)["quota_bytes"].as_u64().is_some_and(|q| q >= 320 * MIB))
+    });
+    let st = d.status();
+    let quotas: Vec<u64> = st["tenants"].as_array().unwrap().iter().map(|t| u(&t["quota_bytes"])).collect();
+    assert!(quotas.iter().sum::<u64>() <= 512 * MIB + MIB, "within the budget: {quotas:?}");
+    let winner = if quotas[0] >= 320 * MIB { "a" } else { "b" };
+    // The winner runs: its throughput climbs to where a tenant with its hot set in DRAM is.
+    wait_for("the winner running from DRAM", Duration::from_secs(30), || {
+        let r: Vec<f64> = d
+            .tenant_stdout(winner)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| v["ops_per_sec"].as_f64())
+            .collect();
+        r.len() >= 2 && r[r.len() - 1] > 200_000.0 && r[r.len() - 2] > 200_000.0
+    });
+    let e = d.ctl(&["explain", winner]);
+    assert!(e.contains("quota"), "{e}");
+    assert!(d.log().contains("DRAM short"), "the plan says why: {}", d.log());
 }
 
 /// Wall-clock bounds of the wake-up: the last idle report and the first active one
@@ -158,65 +191,50 @@ fn unix_now() -> f64 {
 }
 
 #[test]
-fn an_idle_tenant_that_wakes_up_gets_its_quota_back_within_two_intervals() {
+fn an_idle_tenant_is_seen_at_rest_within_seconds_and_its_hot_set_is_back_soon_after_it_wakes() {
     let _g = serial();
     let mut d = daemon("512M", &[]);
     d.run_workload(
         "sleepy",
         &["--size", "384M"],
-        // Its last phase outlasts the 80 s of polling below: a tenant that has exited
-        // has no quota (a run read `null` in its last poll).
+        // Its last phase outlasts the 80 s of polling below.
         &["--size", "384M", "--hot", "192M", "--phase", "active:26s,idle:34s,active:30s", "--json", "--report", "1s"],
     );
     d.run_workload(
         "busy",
         &["--size", "512M"],
-        // A hot set that needs the DRAM the idle one holds: a resting hot set is kept
-        // before a busy tenant's headroom (with 320 MiB hot, 151 MiB of 249 stayed).
+        // A hot set that needs the DRAM the idle one holds.
         &["--size", "512M", "--hot", "400M", "--duration", "85s", "--json", "--report", "5s"],
     );
     std::thread::sleep(Duration::from_secs(22));
-    let before = mib(&d.tenant("sleepy")["quota_bytes"]);
-    assert!(before >= 192.0, "an active tenant's quota holds its hot set: {before:.0} MiB");
-
-    // While it idles its quota falls and the busy tenant pushes its memory out.
-    let mut samples: Vec<(f64, f64, f64, bool)> = Vec::new();
+    let mut samples: Vec<(f64, f64, bool)> = Vec::new();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(58) {
         let t = d.tenant("sleepy");
-        samples.push((unix_now(), mib(&t["quota_bytes"]), mib(&t["tier_bytes"]), !t["at_rest_secs"].is_null()));
+        samples.push((unix_now(), mib(&t["tier_bytes"]), !t["at_rest_secs"].is_null()));
         std::thread::sleep(Duration::from_millis(250));
     }
-    let low = samples.iter().map(|s| s.1).fold(f64::MAX, f64::min);
-    assert!(low < before * 0.5, "the idle tenant's quota fell: {before:.0} → {low:.0} MiB");
-    let pushed = samples.iter().map(|s| s.2).fold(0.0, f64::max);
+    let pushed = samples.iter().map(|s| s.1).fold(0.0, f64::max);
     assert!(pushed > 100.0, "its memory went to the tier while idle: {pushed:.0} MiB");
 
     // Its CPU stopped when it went idle: tierd sees it at rest within seconds, not after
     // an interval or two of samples.
     let stdout = d.tenant_stdout("sleepy");
     let idle_from = first_idle_report(&stdout).expect("the workload reported its idle phase") - 1.0;
-    let rested = samples.iter().find(|s| s.3).unwrap_or_else(|| panic!("never seen at rest: {samples:?}"));
+    let rested = samples.iter().find(|s| s.2).unwrap_or_else(|| panic!("never seen at rest: {samples:?}"));
     assert!(rested.0 - idle_from <= 3.5, "at rest {:.1} s after it went idle", rested.0 - idle_from);
-    assert!(!samples.iter().any(|s| s.3 && s.0 < idle_from), "at rest while it was busy: {samples:?}");
+    assert!(!samples.iter().any(|s| s.2 && s.0 < idle_from), "at rest while it was busy: {samples:?}");
     let (idle_end, _) = wake_window(&stdout).expect("the workload reported its wake-up");
-    // Back means room for its 192 MiB hot set again, and the hot set back in DRAM.
-    let tier_at_wake = samples.iter().rev().find(|s| s.0 <= idle_end).map_or(0.0, |s| s.2);
-    let back = samples
-        .iter()
-        .find(|s| s.0 > idle_end && s.1 >= 192.0)
-        .unwrap_or_else(|| panic!("the quota never came back above the hot set after {idle_end}: {samples:?}"));
-    let took = back.0 - idle_end;
-    // Two intervals of 2 s, plus the 1 s granularity of the workload's reports and the
-    // 250 ms between status polls (a run measured 5.1 s on a busy host).
-    assert!(took <= 5.25, "quota back {took:.1} s after the wake-up (two intervals are 4 s)");
+    // Back means its hot set read back from the tier: prefetched in runs, not a fault
+    // at a time (under plain swap 192 MiB takes ~7 s of faults here).
+    let tier_at_wake = samples.iter().rev().find(|s| s.0 <= idle_end).map_or(0.0, |s| s.1);
     let resident = samples
         .iter()
-        .find(|s| s.0 > idle_end && tier_at_wake - s.2 >= 150.0)
+        .find(|s| s.0 > idle_end && tier_at_wake - s.1 >= 150.0)
         .unwrap_or_else(|| panic!("the hot set did not come back from the tier: {samples:?}"));
     assert!(resident.0 - idle_end <= 5.0, "hot set back in DRAM {:.1} s after the wake-up", resident.0 - idle_end);
     let explain = d.ctl(&["explain", "sleepy"]);
-    assert!(explain.contains("woke up"), "tierd says it saw the wake-up: {explain}");
+    assert!(explain.contains("woke"), "tierd says it saw the wake-up: {explain}");
     assert!(explain.contains("at rest for"), "and that it was at rest: {explain}");
 }
 
@@ -255,7 +273,9 @@ fn a_noisy_tenant_leaves_the_others_hot_sets_resident() {
              before it: {t:#}\n{}",
             d.ctl(&["explain", name])
         );
-        assert!(mib(&t["quota_bytes"]) >= 64.0, "{name} keeps DRAM for its hot set: {t:#}");
+        // Under one shared limit (its hot set is hot, the sweep's pages are not) or a quota
+        // of its own, it keeps DRAM for its hot set.
+        assert!(t["quota_bytes"].is_null() || mib(&t["quota_bytes"]) >= 64.0, "{name}: {t:#}");
     }
     let noisy = st["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "noisy").unwrap().clone();
     assert!(mib(&noisy["tier_bytes"]) > 100.0, "the noisy tenant pays with its own memory: {noisy:#}");

@@ -75,23 +75,28 @@ impl Curve {
             let ws: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
             hot = hot.max(ws);
         }
-        // Slowed by faults at its quota, it touches each hot page seldom, so an interval's
-        // samples undercount its hot set: at the rate its samples came back
-        // (λ = −ln(1 − r) / interval), its faults say how much of the hot set is out
-        // (F / λ pages).
-        if t.at_rest_secs.is_none()
-            && t.tier_faults_per_sec >= FAULTING
-            && let Some(r) = a.returned_share.filter(|r| *r > 0.0 && *r < 0.99)
-        {
-            let rate = -(1.0 - r).ln() / interval;
-            let out = (t.tier_faults_per_sec / rate * PAGE) as u64;
-            hot = hot.max((t.dram + out).min(t.size()));
+        // Faulting at its quota, it touches each hot page seldom and an interval's samples
+        // undercount its hot set. Of what it holds, the share r whose samples came back is
+        // hot; at the rate they came back (λ = −ln(1 − r) / interval) its faults say how
+        // much of the hot set is out (F / λ pages). With nothing of what it holds touched
+        // (it has just begun on memory that is all out), probe: what it holds and a
+        // quarter more, again at the next pass while it still faults.
+        if t.at_rest_secs.is_none() && t.tier_faults_per_sec >= FAULTING {
+            let held = t.dram as f64;
+            let estimate = match a.returned_share {
+                Some(r) if r > 0.02 && r < 0.99 => {
+                    r * held + t.tier_faults_per_sec / (-(1.0 - r).ln() / interval) * PAGE
+                }
+                Some(r) if r >= 0.99 => held + t.tier_faults_per_sec * interval * PAGE,
+                _ => held * 1.25 + (32u64 << 20) as f64,
+            };
+            hot = hot.max((estimate as u64).min(t.size()));
         }
-        // Thrashing and nothing known of it yet (a tenant starved since it started): at
-        // least what it holds and what it reads back an interval.
-        if t.at_rest_secs.is_none() && t.stall_share >= 0.5 {
-            let read = (t.tier_faults_per_sec * interval * PAGE) as u64;
-            hot = hot.max((t.dram + read).min(t.size()));
+        // Never more than the regions it reused lately (and what it holds): the estimates
+        // above count a page that faults twice twice.
+        let reused: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
+        if reused > 0 {
+            hot = hot.min(reused.max(t.dram));
         }
         let warm = a.touched_bytes().min(t.size()).saturating_sub(hot);
         // How steep its hot set is: samples that nearly all came back within an interval

@@ -60,10 +60,13 @@ fn within(regions: Vec<&Region>, budget: u64, bytes: impl Fn(&Region) -> u64) ->
 }
 
 /// Regions of its working set a working tenant has on the tier, by faults avoided per
-/// read: laid out in runs first (a few reads a region), then most recently reused; up
-/// to `room` bytes read back.
-pub fn prefetch(t: &TenantView, window: f64, room: u64) -> Vec<Range> {
-    let mut hot: Vec<&Region> = working_set(t, window).filter(|r| r.tier_bytes > 0).collect();
+/// read: laid out in runs first (a few reads a region), then, when `scattered` (the
+/// tier has reads to spare: a scattered region costs a read a page, as demand faults
+/// would, and floods a slow device's queue ahead of them), the most recently reused;
+/// up to `room` bytes read back.
+pub fn prefetch(t: &TenantView, window: f64, room: u64, scattered: bool) -> Vec<Range> {
+    let mut hot: Vec<&Region> =
+        working_set(t, window).filter(|r| r.tier_bytes > 0 && (r.laid_out || scattered)).collect();
     by_recent_reuse(&mut hot);
     hot.sort_by_key(|r| !r.laid_out);
     let mut out = Vec::new();
@@ -176,8 +179,10 @@ mod tests {
         ]);
         t.at_rest_secs = None;
         t.since_rest_secs = Some(1.0);
-        let p: Vec<u64> = prefetch(&t, 30.0, 4 * MIB).iter().map(|r| r.start >> 21).collect();
+        let p: Vec<u64> = prefetch(&t, 30.0, 4 * MIB, true).iter().map(|r| r.start >> 21).collect();
         assert_eq!(p, [1, 0], "the laid-out region, then the most recently reused one");
+        let p: Vec<u64> = prefetch(&t, 30.0, 4 * MIB, false).iter().map(|r| r.start >> 21).collect();
+        assert_eq!(p, [1], "a busy or slow tier reads runs only");
         assert!((laid_out_share(&t, 30.0) - 1.0 / 3.0).abs() < 1e-9);
     }
 

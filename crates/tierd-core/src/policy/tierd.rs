@@ -33,6 +33,8 @@ const RELAYOUT_ROOM: u64 = 32 << 20;
 const FAULTING: f64 = 50.0;
 /// Huge-page rebuilds per tenant, bytes per second of interval.
 const REBUILD_RATE: u64 = 64 << 20;
+/// The least a working tenant keeps.
+const WORKING_FLOOR: u64 = 4 << 20;
 /// A tenant stalled on memory this share of its time is thrashing.
 const THRASHING: f64 = 0.5;
 
@@ -71,7 +73,10 @@ fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State
     let working = t.at_rest_secs.is_none();
     let curve = Curve::of(t, window, snap.interval_secs, k);
     let size = t.size().max(MIN_QUOTA);
-    let least = if working { MIN_QUOTA } else { k.rest_floor };
+    // What lets a tenant go on at all (its report thread, its stack); beyond that a
+    // tenant that loses the allocation gets nothing it could not use: a part of a hot
+    // set it lacks is worth nothing, and the DRAM is another's whole hot set.
+    let least = if working { WORKING_FLOOR } else { k.rest_floor };
     let floor = t.spec.reserve.max(t.pinned).max(least.min(size));
     let cap = t.spec.limit.unwrap_or(snap.dram_budget).min(ceiling(size)).max(floor);
     let weight = t.spec.shares as f64 / 100.0 * curve.cores;
@@ -85,20 +90,33 @@ fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State
     State { view: t, working, curve, floor, cap, weight, kept, keep_value }
 }
 
-/// The value curve of a tenant's claim.
+/// The value curve of a tenant's claim: the work its DRAM buys it, less, below what it
+/// holds now, the reads it would take to get back what a cut sends out (spread over the
+/// horizon). So a quota moves only where the move pays, tenant by tenant.
 fn claim(s: &State, k: &Knobs, fault: f64) -> Claim {
-    let points = if s.working {
+    let now = s.view.quota.unwrap_or(s.view.dram).min(s.view.dram.max(s.floor));
+    let used = if s.working { s.curve.touched() } else { s.kept };
+    let move_cost = |q: u64| {
+        let lost = now.min(used).saturating_sub(q) as f64 / PAGE;
+        lost * fault * s.view.spec.shares as f64 / 100.0 / k.horizon_secs
+    };
+    let mut qs: Vec<u64> = if s.working {
         let (hot, touched) = (s.curve.hot, s.curve.touched());
         let mut qs: Vec<u64> = (0..=8).map(|i| hot * i / 8).collect();
         qs.extend((1..=4).map(|i| hot + (touched - hot) * i / 4));
         qs.push(touched + (touched as f64 * k.headroom) as u64);
-        qs.sort_unstable();
-        qs.dedup();
-        qs.into_iter().map(|q| (q, s.weight * s.curve.useful(q, fault))).collect()
+        qs
     } else {
-        vec![(0, 0.0), (s.kept, s.kept as f64 * s.keep_value)]
+        vec![0, s.kept]
     };
-    Claim { floor: s.floor, cap: s.cap, points }
+    qs.push(now);
+    qs.sort_unstable();
+    qs.dedup();
+    let value = |q: u64| {
+        let work = if s.working { s.weight * s.curve.useful(q, fault) } else { q.min(s.kept) as f64 * s.keep_value };
+        work - move_cost(q)
+    };
+    Claim { floor: s.floor, cap: s.cap, points: qs.into_iter().map(|q| (q, value(q))).collect() }
 }
 
 /// Weighted work a second the working tenants get done with `parts`.
@@ -142,22 +160,6 @@ fn spread(states: &[State], parts: &mut [u64], mut left: u64) {
     }
 }
 
-/// Keeps the quotas in force unless moving them pays: the work gained over the horizon
-/// against the stall of reading back what the cuts send out.
-fn worth_moving(states: &[State], now: &[u64], new: &[u64], k: &Knobs, fault: f64) -> bool {
-    let gain = (work(states, new, fault) - work(states, now, fault)) * k.horizon_secs;
-    let cost: f64 = states
-        .iter()
-        .zip(now.iter().zip(new))
-        .map(|(s, (&a, &b))| {
-            let used = if s.working { s.curve.touched() } else { s.kept };
-            let lost = a.min(used).saturating_sub(b);
-            lost as f64 / PAGE * fault * s.view.spec.shares as f64 / 100.0
-        })
-        .sum();
-    gain > cost
-}
-
 pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let budget = snap.dram_budget;
     let fault = fault_secs(&snap.tier, k);
@@ -199,16 +201,6 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     } else {
         Mode::Shared { short }
     };
-    // Quotas in force now (under the shared limit: what each holds).
-    let now: Vec<u64> = states.iter().map(|s| s.view.quota.unwrap_or(s.view.dram)).collect();
-    let keep_now = mode == Mode::Quotas
-        && snap.tenants.iter().all(|t| t.quota.is_some())
-        && now.iter().sum::<u64>() <= budget
-        && states.iter().zip(&now).all(|(s, &q)| q >= s.floor && q <= s.cap)
-        && !worth_moving(&states, &now, &parts, k, fault);
-    if keep_now {
-        parts = now;
-    }
 
     let mut notes = Vec::new();
     match mode {
@@ -245,7 +237,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
         .iter()
         .zip(&parts)
         .map(|(s, &part)| {
-            let mut tp = tenant_plan(s, part, mode, keep_now, snap, k, free, throttled.is_some());
+            let mut tp = tenant_plan(s, part, mode, snap, k, free, throttled.is_some());
             if mode == Mode::Quotas && s.working {
                 tp.predicted_useful = Some(s.curve.useful(part, fault));
             }
@@ -278,16 +270,7 @@ fn tier_throttled(snap: &Snapshot) -> Option<String> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn tenant_plan(
-    s: &State,
-    part: u64,
-    mode: Mode,
-    kept_quotas: bool,
-    snap: &Snapshot,
-    k: &Knobs,
-    free: u64,
-    throttled: bool,
-) -> TenantPlan {
+fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, free: u64, throttled: bool) -> TenantPlan {
     let t = s.view;
     let window = snap.window_secs.max(snap.interval_secs);
     let interval = snap.interval_secs;
@@ -296,8 +279,12 @@ fn tenant_plan(
         Mode::Shared { .. } => None,
     };
     let mut why = if s.working {
+        let woke = match t.since_rest_secs.filter(|x| *x <= window) {
+            Some(x) => format!("woke {x:.0} s ago, "),
+            None => String::new(),
+        };
         format!(
-            "working: touches {} every interval and {} within {:.0} s",
+            "{woke}working: touches {} every interval and {} within {:.0} s",
             human(s.curve.hot),
             human(s.curve.touched()),
             window
@@ -306,7 +293,6 @@ fn tenant_plan(
         format!("at rest for {:.0} s: holds {} of its working set", t.at_rest_secs.unwrap_or(0.0), human(s.kept))
     };
     match quota {
-        Some(q) if kept_quotas => why += &format!("; quota stays {} (moving it would not pay)", human(q)),
         Some(q) => why += &format!("; quota {}", human(q)),
         None => why += "; no quota of its own: one shared limit",
     }
@@ -327,7 +313,14 @@ fn tenant_plan(
             .min(s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64)
             .saturating_sub(t.dram)
             .min((k.prefetch_rate as f64 * interval) as u64);
-        tp.prefetch = moves::prefetch(t, window, room);
+        // Scattered regions only where a read is quick (a green tier: hundreds of
+        // thousands of reads a second to spare); on a slow device they queue ahead of
+        // the demand faults of everyone.
+        let spare_reads = snap
+            .tier
+            .read_latency_us
+            .is_none_or(|us| crate::health::tier_read_latency(us) == crate::health::Colour::Green);
+        tp.prefetch = moves::prefetch(t, window, room, spare_reads);
         if !tp.prefetch.is_empty() {
             tp.reason += &format!("; prefetching {} regions", tp.prefetch.len());
         }
@@ -364,4 +357,182 @@ fn tenant_plan(
     }
     tp.collapse = moves::rebuild(&t.regions, window, budget);
     tp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::testutil::*;
+    use crate::snapshot::{Activeness, Range, Region, TierView};
+
+    const K: Knobs = Knobs {
+        rest_share: 0.1,
+        wake_share: 0.25,
+        min_busy_cores: 0.05,
+        horizon_secs: 30.0,
+        quota_margin: 0.05,
+        shortfall: 0.3,
+        min_hot_rate: 10.0,
+        fault_cpu_secs: 20e-6,
+        headroom: 0.05,
+        rest_floor: 8 << 20,
+        demote_rate: 256 << 20,
+        prefetch_rate: 1 << 30,
+        relayout_below_utilization: 0.3,
+        free_target: 0.02,
+    };
+
+    /// A working tenant of `size` that touches `hot` every interval, all of its samples
+    /// back (`returned` 1: a uniform hot set), holding `dram`, stalled `stall` of its time.
+    fn working(name: &str, size: u64, hot: u64, dram: u64, stall: f64) -> TenantView {
+        let mut t = tenant(name, size);
+        t.activeness = Some(Activeness {
+            active_bytes: hot,
+            recent_bytes: Some(hot),
+            touched_in_window_bytes: Some(hot),
+            returned_share: Some(1.0),
+            ..Default::default()
+        });
+        t.dram = dram;
+        t.tier = size - dram;
+        t.demand_cores = 0.4;
+        t.stall_share = stall;
+        t
+    }
+
+    fn snap_of(budget: u64, tenants: Vec<TenantView>) -> Snapshot {
+        let mut s = snap(budget, tenants);
+        s.tier = TierView { read_latency_us: Some(90.0), ..TierView::default() };
+        s
+    }
+
+    fn quotas(p: &Plan) -> Vec<Option<u64>> {
+        p.tenants.iter().map(|t| t.quota).collect()
+    }
+
+    #[test]
+    fn hot_sets_that_fit_share_one_limit() {
+        let p = plan(
+            &snap_of(
+                GIB,
+                vec![
+                    working("a", 512 * MIB, 128 * MIB, 300 * MIB, 0.0),
+                    working("b", 512 * MIB, 256 * MIB, 400 * MIB, 0.0),
+                ],
+            ),
+            &K,
+        );
+        assert_eq!(p.group_limit, Some(GIB));
+        assert_eq!(quotas(&p), vec![None, None]);
+        assert!(p.tenants[0].reason.contains("one shared limit"), "{}", p.tenants[0].reason);
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn thrashing_tenants_whose_hot_sets_do_not_fit_get_whole_hot_sets_or_the_floor() {
+        // Six 192 MiB hot sets on 1 GiB, every tenant thrashing under one limit: five fit.
+        let ts: Vec<TenantView> =
+            (1..=6).map(|i| working(&format!("u{i}"), 512 * MIB, 192 * MIB, 160 * MIB, 0.8)).collect();
+        let p = plan(&snap_of(GIB, ts), &K);
+        let q: Vec<u64> = quotas(&p).into_iter().map(|q| q.expect("per-tenant quotas")).collect();
+        assert_eq!(q.iter().filter(|&&x| x >= 192 * MIB).count(), 5, "{q:?}");
+        assert!(q.iter().any(|&x| x <= 64 * MIB), "the sixth gets what is left, not a part of the others': {q:?}");
+        assert!(q.iter().sum::<u64>() <= GIB);
+        assert!(p.notes[0].starts_with("DRAM short"), "{:?}", p.notes);
+        assert!(p.tenants.iter().filter(|t| t.quota >= Some(192 * MIB)).all(|t| t.predicted_useful > Some(0.9)));
+    }
+
+    #[test]
+    fn a_reserve_is_a_floor_and_what_is_left_goes_whole_to_the_tenant_with_more_shares() {
+        let mut reserved = working("reserved", 512 * MIB, 400 * MIB, 450 * MIB, 0.0);
+        reserved.spec.reserve = 450 * MIB;
+        let mut heavy = working("shares200", 632 * MIB, 568 * MIB, 280 * MIB, 0.8);
+        heavy.spec.shares = 200;
+        let light = working("shares100", 632 * MIB, 568 * MIB, 280 * MIB, 0.8);
+        let p = plan(&snap_of(GIB, vec![reserved, heavy, light]), &K);
+        let q: Vec<u64> = quotas(&p).into_iter().map(Option::unwrap).collect();
+        assert!(q[0] >= 450 * MIB, "{q:?}");
+        assert!(q[1] >= 568 * MIB, "the tenant with twice the shares gets all of its hot set: {q:?}");
+        assert!(q[2] < 32 * MIB, "{q:?}");
+    }
+
+    #[test]
+    fn skewed_tenants_under_pressure_are_left_to_the_lru() {
+        // Four Zipf tenants (a third of their samples stay out), faulting a little.
+        let ts: Vec<TenantView> = (1..=4)
+            .map(|i| {
+                let mut t = working(&format!("r{i}"), 1152 * MIB, 700 * MIB, 576 * MIB, 0.15);
+                t.activeness.as_mut().unwrap().returned_share = Some(0.65);
+                t.tier_faults_per_sec = 800.0;
+                t
+            })
+            .collect();
+        let p = plan(&snap_of(2304 * MIB, ts), &K);
+        assert_eq!(quotas(&p), vec![None; 4], "{:?}", p.notes);
+    }
+
+    fn region(i: u64, reused: f64, dram: u64, tier: u64, laid_out: bool) -> Region {
+        Region {
+            range: Range { pid: 1, start: i << 21, len: 2 * MIB },
+            idle_secs: Some(reused),
+            reused_secs: Some(reused),
+            laid_out,
+            cold_samples: 0,
+            dram_bytes: dram,
+            tier_bytes: tier,
+            wants_huge: false,
+            huge_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_tenant_that_just_woke_gets_its_working_set_back_runs_first_and_scattered_only_on_a_quick_tier() {
+        let mut t = working("sleepy", 512 * MIB, 4 * MIB, 8 * MIB, 0.9);
+        t.since_rest_secs = Some(1.0);
+        t.rest_began_secs = Some(40.0);
+        t.tier_faults_per_sec = 3000.0;
+        t.regions = (0..64).map(|i| region(i, 45.0, 0, 2 * MIB, i < 32)).collect();
+        let fast = plan(&snap_of(GIB, vec![t.clone()]), &K);
+        let tp = &fast.tenants[0];
+        assert!(tp.reason.starts_with("woke 1 s ago"), "{}", tp.reason);
+        assert_eq!(tp.prefetch.len(), 64, "its whole working set: {}", tp.reason);
+        assert!(tp.prefetch[..32].iter().all(|r| r.start < 32 << 21), "the regions in runs first");
+        assert!(tp.woke);
+        let mut slow = snap_of(GIB, vec![t]);
+        slow.tier.read_latency_us = Some(7000.0);
+        assert_eq!(plan(&slow, &K).tenants[0].prefetch.len(), 32, "a slow tier reads runs only");
+    }
+
+    #[test]
+    fn quotas_that_fell_short_of_their_prediction_give_way_to_one_shared_limit() {
+        let mut ts: Vec<TenantView> =
+            (1..=6).map(|i| working(&format!("u{i}"), 512 * MIB, 192 * MIB, 160 * MIB, 0.8)).collect();
+        for t in &mut ts {
+            t.quota = Some(160 * MIB);
+        }
+        // Two windows (60 s each here) below its prediction.
+        ts[0].short_secs = Some(121.0);
+        let p = plan(&snap_of(GIB, ts), &K);
+        assert_eq!(quotas(&p), vec![None; 6]);
+        assert!(p.notes.iter().any(|n| n.starts_with("back to one shared limit")), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn a_quota_cut_demotes_the_coldest_whole_regions_first() {
+        let mut ts: Vec<TenantView> =
+            (1..=6).map(|i| working(&format!("u{i}"), 512 * MIB, 192 * MIB, 160 * MIB, 0.8)).collect();
+        // u6 holds 320 MiB, much of it cold, and will get less.
+        ts[5].dram = 320 * MIB;
+        ts[5].regions =
+            (0..160).map(|i| region(i, if i < 96 { 2.0 } else { 100.0 + i as f64 }, 2 * MIB, 0, false)).collect();
+        for r in &mut ts[5].regions {
+            r.cold_samples = 2;
+        }
+        let p = plan(&snap_of(GIB, ts), &K);
+        let tp = p.tenants.iter().find(|t| t.quota.is_some_and(|q| q < 320 * MIB) && t.name.as_str() == "u6");
+        if let Some(tp) = tp {
+            assert!(!tp.demote.is_empty(), "{}", tp.reason);
+            assert!(tp.demote.iter().all(|r| r.start >= 96 << 21), "the coldest first: {:?}", tp.demote);
+        }
+    }
 }
