@@ -67,6 +67,16 @@ pub enum Request {
     Regions {
         name: TenantName,
     },
+    /// A tenant's fault curve: the work it gets done for each amount of DRAM.
+    Curve {
+        name: TenantName,
+    },
+    /// The policy's allocation on another budget (`None`: this one), with `add` more
+    /// tenants like named ones.
+    WhatIf {
+        budget: Option<u64>,
+        add: Vec<(u32, TenantName)>,
+    },
     /// The recent event log.
     Events,
     /// The in-memory history (one point per 10 s, the last hour), points after `since`
@@ -210,6 +220,20 @@ pub struct TenantStatus {
     /// it is: the policy counts it as gone quiet without waiting for an interval.
     #[serde(default)]
     pub at_rest_secs: Option<f64>,
+    /// Share of its activity lately that was waiting for memory.
+    #[serde(default)]
+    pub stall_share: f64,
+    /// Its fault curve as the policy saw it at its last pass (`tierd` policy): the hot
+    /// set (touched every interval), the warm part (reused within the window), whether
+    /// the hot set is a cliff, and the share of its work predicted under its quota.
+    #[serde(default)]
+    pub hot_bytes: Option<u64>,
+    #[serde(default)]
+    pub warm_bytes: Option<u64>,
+    #[serde(default)]
+    pub steep: Option<bool>,
+    #[serde(default)]
+    pub predicted_useful: Option<f64>,
     pub reason: String,
     /// Failed syscalls and cgroup writes, by operation.
     pub errors: BTreeMap<String, u64>,

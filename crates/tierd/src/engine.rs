@@ -88,6 +88,8 @@ pub struct Engine {
     /// No batch of a relayout read back from the tier starts after this, within one
     /// pass (see [`RELAYOUT_SLICE`]).
     relayout_until: Instant,
+    /// The last snapshot the policy planned from (curves and what-ifs are computed on it).
+    last_snapshot: Option<Snapshot>,
     /// The tier disk's counters at the last half-second watch, and the read time they gave.
     watch_disk: Option<tierd_sys::procfs::DiskStats>,
     watch_read_us: f64,
@@ -164,6 +166,7 @@ impl Engine {
             http_address: None,
             tier_room_warned: false,
             relayout_until: Instant::now(),
+            last_snapshot: None,
             watch_disk: None,
             watch_read_us: 80.0,
             _lock: lock,
@@ -284,6 +287,7 @@ impl Engine {
             }
         }
         self.enforce(&plan);
+        self.last_snapshot = Some(snap);
         let now = now_secs();
         if self.history.due(now) {
             // Just measured: no need for `status()` to measure again.
@@ -1242,6 +1246,24 @@ impl Engine {
     }
 
     /// The tracker's regions of a tenant, coldest last seen first: its heat map.
+    /// A tenant's fault curve as the policy saw it at its last pass.
+    pub fn curve(&self, name: &TenantName) -> anyhow::Result<tierd_core::policy::report::CurveReport> {
+        let snap = self.last_snapshot.as_ref().ok_or_else(|| anyhow::anyhow!("no pass has run yet; try again"))?;
+        tierd_core::policy::report::curve(snap, name.as_str(), &self.cfg.knobs)
+            .ok_or_else(|| anyhow::anyhow!("no running tenant named {name}"))
+    }
+
+    /// The allocation on another budget, or with more tenants like some of them.
+    pub fn what_if(
+        &self,
+        budget: Option<u64>,
+        add: &[(u32, TenantName)],
+    ) -> anyhow::Result<tierd_core::policy::report::WhatIf> {
+        let snap = self.last_snapshot.as_ref().ok_or_else(|| anyhow::anyhow!("no pass has run yet; try again"))?;
+        let budget = budget.unwrap_or(self.cfg.dram_budget);
+        tierd_core::policy::report::what_if(snap, &self.cfg.knobs, budget, add).map_err(|e| anyhow::anyhow!(e))
+    }
+
     pub fn regions(&self, name: &TenantName) -> anyhow::Result<Vec<tierd_core::snapshot::Region>> {
         let t = self.tenants.get(name).ok_or_else(|| anyhow!("no tenant named {name}"))?;
         Ok(t.tracker.as_ref().map(|tr| tr.regions(now_secs())).unwrap_or_default())
@@ -1272,6 +1294,14 @@ impl Engine {
             read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
             utilization: self.tier_view.utilization,
         });
+        // The policy's view of each tenant at its last pass.
+        let curve = |t: &Tenant| {
+            let snap = self.last_snapshot.as_ref()?;
+            let v = snap.tenants.iter().find(|v| v.spec.name == t.spec.name)?;
+            let window = snap.window_secs.max(snap.interval_secs);
+            (self.cfg.policy == PolicyKind::Tierd && t.is_running())
+                .then(|| tierd_core::policy::curve::Curve::of(v, window, snap.interval_secs, &self.cfg.knobs))
+        };
         let tenants: Vec<TenantStatus> = self
             .tenants
             .values()
@@ -1309,6 +1339,11 @@ impl Engine {
                 tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
                 cpu_cores: if t.is_running() { t.activity.cpu } else { 0.0 },
                 at_rest_secs: if t.is_running() { t.activity.rest_secs(now_secs()) } else { None },
+                stall_share: if t.is_running() { t.activity.stall_share } else { 0.0 },
+                hot_bytes: curve(t).map(|c| c.hot),
+                warm_bytes: curve(t).map(|c| c.warm),
+                steep: curve(t).map(|c| c.steep),
+                predicted_useful: t.predicted,
                 reason: t.reason.clone(),
                 errors: t.errors.clone(),
                 vm: t.spec.vm || t.guest.is_some(),

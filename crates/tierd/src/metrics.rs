@@ -69,7 +69,7 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 18] = [
+const TENANT_FAMILIES: [TenantFamily; 22] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
@@ -93,6 +93,24 @@ const TENANT_FAMILIES: [TenantFamily; 18] = [
     ),
     ("tierd_tenant_active_ci_bytes", "gauge", "95% confidence half-width of the active estimate.", |t| {
         t.active_ci_bytes.map(|v| v as f64)
+    }),
+    (
+        "tierd_tenant_hot_bytes",
+        "gauge",
+        "The tenant's hot set in the policy's fault curve (touched every interval).",
+        |t| t.hot_bytes.map(|v| v as f64),
+    ),
+    ("tierd_tenant_warm_bytes", "gauge", "The warm part of its fault curve (reused within the window).", |t| {
+        t.warm_bytes.map(|v| v as f64)
+    }),
+    (
+        "tierd_tenant_predicted_useful_ratio",
+        "gauge",
+        "Share of its work the policy predicts it gets done under its quota.",
+        |t| t.predicted_useful,
+    ),
+    ("tierd_tenant_stall_ratio", "gauge", "Share of its activity lately that was waiting for memory.", |t| {
+        Some(t.stall_share)
     }),
     ("tierd_tenant_quota_bytes", "gauge", "The tenant's DRAM quota (absent: unlimited).", |t| {
         t.quota_bytes.map(|v| v as f64)
@@ -226,6 +244,11 @@ pub(crate) mod tests {
             tier_write_bytes_per_sec: 0.0,
             cpu_cores: 0.0,
             at_rest_secs: None,
+            stall_share: 0.25,
+            hot_bytes: Some(120),
+            warm_bytes: Some(30),
+            steep: Some(true),
+            predicted_useful: Some(0.9),
             reason: "active 150 B \"hot\"\nfine".into(),
             errors: [("pageout".to_string(), 3)].into(),
             vm: false,

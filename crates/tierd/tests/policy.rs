@@ -130,6 +130,22 @@ fn hot_sets_that_fit_share_one_limit_and_stay_resident() {
         // not a hot set (16384 pages for 64 MiB).
         assert!(after[i] - before[i] < 16384, "{name} faulted {} pages in 10 s\n{e}", after[i] - before[i]);
     }
+    // The model behind it, for operators: the large tenant's curve says its hot set is
+    // a cliff near 256 MiB, and two more like it would not fit on this budget.
+    let curve: Value = serde_json::from_str(&d.ctl(&["curve", "large", "--json"])).unwrap();
+    let hot = mib(&curve["hot_bytes"]);
+    assert!((hot / 256.0 - 1.0).abs() <= 0.2, "hot set {hot:.0} MiB: {curve:#}");
+    let table = d.ctl(&["curve", "large"]);
+    assert!(table.contains("tier reads/s") && table.lines().count() >= 18, "{table}");
+    let plan: Value = serde_json::from_str(&d.ctl(&["plan", "--add", "2xlarge", "--json"])).unwrap();
+    let mut names: Vec<&str> =
+        plan["tenants"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["large", "large.1", "large.2", "small"], "{plan:#}");
+    assert!(plan["work_done"].as_f64().unwrap() < 0.9, "832 MiB of hot sets do not fit in 512: {plan:#}");
+    assert_eq!(plan["health"], "red", "{plan:#}");
+    let more: Value = serde_json::from_str(&d.ctl(&["plan", "--budget", "1G", "--json"])).unwrap();
+    assert!(more["work_done"].as_f64().unwrap() > 0.99, "{more:#}");
 }
 
 #[test]

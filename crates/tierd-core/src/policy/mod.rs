@@ -13,6 +13,7 @@ mod fixed;
 mod knobs;
 pub mod moves;
 mod none;
+pub mod report;
 mod tierd;
 
 pub use divide::{Claim, divide};
