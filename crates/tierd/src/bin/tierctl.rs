@@ -534,6 +534,61 @@ fn guest_line(name: &str, g: &tierd::api::GuestStatus, active: Option<u64>) -> S
     )
 }
 
+/// `3xweb` into (3, web).
+fn parse_add(s: &str) -> anyhow::Result<(u32, TenantName)> {
+    let (n, name) = s.split_once('x').ok_or_else(|| anyhow::anyhow!("--add {s}: write NxNAME, e.g. 3xweb"))?;
+    let n: u32 = n.parse().map_err(|_| anyhow::anyhow!("--add {s}: `{n}` is not a count"))?;
+    if n == 0 || n > 64 {
+        anyhow::bail!("--add {s}: between 1 and 64 more tenants");
+    }
+    Ok((n, TenantName::new(name)?))
+}
+
+fn curve_table(c: &tierd_core::policy::report::CurveReport) -> String {
+    use tierd_core::size::human;
+    let mut out = format!(
+        "{}: {}, touches {} every interval ({}, ~{:.1} accesses/s a page) and {} more within the window; \
+         {:.2} cores of work; a read from the tier costs {:.0} µs; holds {}\n\n{:>12} {:>14} {:>8}\n",
+        c.name,
+        if c.working { "working" } else { "at rest" },
+        human(c.hot_bytes),
+        if c.steep { "used evenly: a cliff" } else { "skewed" },
+        c.hot_rate,
+        human(c.warm_bytes),
+        c.demand_cores,
+        c.fault_secs * 1e6,
+        human(c.dram_bytes),
+        "DRAM",
+        "tier reads/s",
+        "work"
+    );
+    for p in &c.points {
+        out += &format!("{:>12} {:>14.0} {:>7.0}%\n", human(p.dram_bytes), p.faults_per_sec, p.useful * 100.0);
+    }
+    out
+}
+
+fn what_if_table(w: &tierd_core::policy::report::WhatIf) -> String {
+    use tierd_core::size::human;
+    let mut out = format!(
+        "on {}: {} touched within the window ({}), {:.0}% of the working tenants' work done\n",
+        human(w.budget),
+        human(w.active_bytes),
+        w.health,
+        w.work_done * 100.0
+    );
+    for n in &w.notes {
+        out += &format!("  {n}\n");
+    }
+    out += &format!("\n{:<20} {:>12} {:>12} {:>8}\n", "tenant", "hot set", "quota", "work");
+    for t in &w.tenants {
+        let quota = t.quota.map_or("shared".to_string(), human);
+        let work = t.useful.map_or("at rest".to_string(), |u| format!("{:.0}%", u * 100.0));
+        out += &format!("{:<20} {:>12} {:>12} {:>8}\n", t.name, human(t.hot_bytes), quota, work);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,59 +685,4 @@ mod tests {
         let n = default_name(&["./a b$c".into()], &[]).unwrap();
         assert_eq!(n.as_str(), "abc-1");
     }
-}
-
-/// `3xweb` into (3, web).
-fn parse_add(s: &str) -> anyhow::Result<(u32, TenantName)> {
-    let (n, name) = s.split_once('x').ok_or_else(|| anyhow::anyhow!("--add {s}: write NxNAME, e.g. 3xweb"))?;
-    let n: u32 = n.parse().map_err(|_| anyhow::anyhow!("--add {s}: `{n}` is not a count"))?;
-    if n == 0 || n > 64 {
-        anyhow::bail!("--add {s}: between 1 and 64 more tenants");
-    }
-    Ok((n, TenantName::new(name)?))
-}
-
-fn curve_table(c: &tierd_core::policy::report::CurveReport) -> String {
-    use tierd_core::size::human;
-    let mut out = format!(
-        "{}: {}, touches {} every interval ({}, ~{:.1} accesses/s a page) and {} more within the window; \
-         {:.2} cores of work; a read from the tier costs {:.0} µs; holds {}\n\n{:>12} {:>14} {:>8}\n",
-        c.name,
-        if c.working { "working" } else { "at rest" },
-        human(c.hot_bytes),
-        if c.steep { "used evenly: a cliff" } else { "skewed" },
-        c.hot_rate,
-        human(c.warm_bytes),
-        c.demand_cores,
-        c.fault_secs * 1e6,
-        human(c.dram_bytes),
-        "DRAM",
-        "tier reads/s",
-        "work"
-    );
-    for p in &c.points {
-        out += &format!("{:>12} {:>14.0} {:>7.0}%\n", human(p.dram_bytes), p.faults_per_sec, p.useful * 100.0);
-    }
-    out
-}
-
-fn what_if_table(w: &tierd_core::policy::report::WhatIf) -> String {
-    use tierd_core::size::human;
-    let mut out = format!(
-        "on {}: {} touched within the window ({}), {:.0}% of the working tenants' work done\n",
-        human(w.budget),
-        human(w.active_bytes),
-        w.health,
-        w.work_done * 100.0
-    );
-    for n in &w.notes {
-        out += &format!("  {n}\n");
-    }
-    out += &format!("\n{:<20} {:>12} {:>12} {:>8}\n", "tenant", "hot set", "quota", "work");
-    for t in &w.tenants {
-        let quota = t.quota.map_or("shared".to_string(), human);
-        let work = t.useful.map_or("at rest".to_string(), |u| format!("{:.0}%", u * 100.0));
-        out += &format!("{:<20} {:>12} {:>12} {:>8}\n", t.name, human(t.hot_bytes), quota, work);
-    }
-    out
 }
