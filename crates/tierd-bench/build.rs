@@ -11,8 +11,16 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!("cargo:rustc-env=TIERD_BUILD_COMMIT={commit}");
-    // A commit or a staged change moves these.
-    for f in ["../../.git/HEAD", "../../.git/index"] {
+    // A commit moves HEAD's log; an edit anywhere in the sources or scenarios changes
+    // whether the tree is dirty, so the stamp is never older than the code it names.
+    for f in [
+        "../../.git/logs/HEAD",
+        "../../.git/HEAD",
+        "../../.git/index",
+        "../../crates",
+        "../../bench/scenarios",
+        "../../Cargo.lock",
+    ] {
         if std::path::Path::new(f).exists() {
             println!("cargo:rerun-if-changed={f}");
         }

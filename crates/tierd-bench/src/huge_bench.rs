@@ -59,6 +59,8 @@ pub struct HugeRun {
     pub end_relative_throughput: f64,
     pub end_p50_us: f64,
     pub tierd_cpu_percent: f64,
+    /// Host-wide over the run (`/proc/vmstat`; cgroup v1 has no per-group count): any
+    /// other process's huge pages swapped meanwhile count too.
     pub thp_swapped_out_whole: u64,
     pub thp_split_for_swap: u64,
     /// (seconds after waking, throughput / baseline, hot set on huge pages).
@@ -191,7 +193,8 @@ fn markdown(r: &HugeResults) -> String {
          active {ACTIVE1:.0} s, idle {IDLE:.0} s while `pusher` (1 GiB) touches all of its memory \
          (2x overcommit), then active {ACTIVE2:.0} s. Both tenants on transparent huge pages in \
          the first run, on 4 KiB pages in the second. Goal: ≥ 90% of the hot set back on huge \
-         pages after the cycle.\n\n",
+         pages after the cycle. The THP swap counts are host-wide (`/proc/vmstat`; cgroup v1 \
+         keeps none per group), so another process's huge pages swapped meanwhile count too.\n\n",
         human(r.budget_bytes)
     ));
     m.push_str(

@@ -4,6 +4,7 @@
 pub mod catalogue;
 pub mod chart;
 pub mod engine;
+pub mod goals;
 pub mod harness;
 pub mod huge_bench;
 pub mod latency;

@@ -51,7 +51,12 @@ impl RunInfo {
             self.cpus,
             tierd_core::size::human(self.memory_bytes),
             self.tierd_version,
-            if self.commit.is_empty() { String::new() } else { format!(" ({})", self.commit) },
+            match self.commit.as_str() {
+                "" => String::new(),
+                c if c.ends_with("-dirty") =>
+                    format!(" ({c}: **built with uncommitted changes**, not for committed results)"),
+                c => format!(" ({c})"),
+            },
             self.command
         )
     }

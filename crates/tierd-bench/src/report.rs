@@ -3,178 +3,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use tierd_core::size::{GIB, human};
+use tierd_core::size::human;
 
 use crate::chart;
+use crate::goals::{goals, sustained_tenants};
 use crate::scenario::Mode;
-use crate::suite::{PointResult, Results, SUSTAINED_LOSS};
-
-/// Whether a goal was met.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Met,
-    Missed,
-    /// A mode or scenario the goal needs was not run.
-    NotRun,
-}
-
-impl Verdict {
-    fn of(ok: bool) -> Verdict {
-        if ok { Verdict::Met } else { Verdict::Missed }
-    }
-
-    fn word(self) -> &'static str {
-        match self {
-            Verdict::Met => "met",
-            Verdict::Missed => "**missed**",
-            Verdict::NotRun => "not run",
-        }
-    }
-}
-
-/// One line of the summary: a goal of the issue, what we measured, and the verdict.
-#[derive(Debug, Clone)]
-pub struct Goal {
-    pub scenario: &'static str,
-    pub goal: &'static str,
-    pub measured: String,
-    pub verdict: Verdict,
-}
-
-fn point<'a>(r: &'a Results, name: &str) -> Option<&'a PointResult> {
-    r.results.iter().find(|p| p.name == name)
-}
-
-fn loss(x: f64) -> String {
-    format!("{:+.1}%", (x - 1.0) * 100.0)
-}
-
-/// The largest tenant count a mode sustains at ≤ 5% loss in login-storm, and whether
-/// every smaller point was run.
-pub fn sustained_tenants(r: &Results, mode: Mode) -> Option<usize> {
-    let mut best = None;
-    let mut points: Vec<(usize, f64)> = r
-        .results
-        .iter()
-        .filter(|p| p.scenario == "login-storm")
-        .filter_map(|p| {
-            let n = p.point.split_whitespace().next()?.parse().ok()?;
-            Some((n, p.mode(mode)?.relative_throughput))
-        })
-        .collect();
-    points.sort_by_key(|p| p.0);
-    for (n, rel) in points {
-        if rel >= 1.0 - SUSTAINED_LOSS {
-            best = Some(n);
-        } else {
-            break;
-        }
-    }
-    best
-}
-
-impl Goal {
-    fn not_run(scenario: &'static str, goal: &'static str) -> Goal {
-        Goal { scenario, goal, measured: "—".into(), verdict: Verdict::NotRun }
-    }
-}
-
-/// A goal on loss: tierd within `max_loss` of `dram`, and not worse than `swap` (tierd's
-/// best repetition at least swap's median: single runs vary ±7% here).
-fn loss_goal(r: &Results, scenario: &'static str, name: &str, goal: &'static str, max_loss: f64) -> Goal {
-    match point(r, name).and_then(|p| Some((p.mode(Mode::Tierd)?, p.mode(Mode::Swap)?))) {
-        Some((t, s)) => Goal {
-            scenario,
-            goal,
-            measured: format!("tierd {}, swap {}", loss(t.relative_throughput), loss(s.relative_throughput)),
-            verdict: Verdict::of(
-                t.relative_throughput >= 1.0 - max_loss && t.relative_spread.max >= s.relative_throughput,
-            ),
-        },
-        None => Goal::not_run(scenario, goal),
-    }
-}
-
-/// The issue's goals against the results.
-pub fn goals(r: &Results) -> Vec<Goal> {
-    let mut out = Vec::new();
-
-    out.push(loss_goal(r, "density-2x", "density-2x/2x", "tierd loss ≤ 2% vs dram, never worse than swap", 0.02));
-    out.push(loss_goal(r, "redis", "redis/2x", "tierd loss ≤ 2% vs dram, never worse than swap", 0.02));
-    for (name, gb, g) in [
-        ("wake-up/fast", true, "tierd back to 95% within 2 s per GiB of hot set, ≥ 10× faster than swap"),
-        ("wake-up/slow", false, "tierd ≥ 10× faster than swap on a hard-disk-like tier"),
-    ] {
-        let Some(p) = point(r, name) else {
-            out.push(Goal::not_run("wake-up", g));
-            continue;
-        };
-        let (Some(t), Some(s)) = (p.mode(Mode::Tierd), p.mode(Mode::Swap)) else {
-            out.push(Goal::not_run("wake-up", g));
-            continue;
-        };
-        let hot = p.measured_hot_bytes;
-        let per_gib = t.recovery_secs.map(|x| x / (hot as f64 / GIB as f64));
-        // Never back within the window: swap's time is at least the window.
-        let window = s.recovery_curve.last().map_or(0.0, |c| c.0);
-        let swap_secs = s.recovery_secs.unwrap_or(window);
-        let ratio = t.recovery_secs.map(|x| swap_secs / x.max(1.0));
-        let fmt = |v: Option<f64>| v.map_or("never".to_string(), |x| format!("{x:.0} s"));
-        let measured = format!(
-            "tierd {}{}, swap {}{}",
-            fmt(t.recovery_secs),
-            per_gib.map_or(String::new(), |x| format!(" ({x:.1} s/GiB)")),
-            fmt(s.recovery_secs),
-            match (ratio, s.recovery_secs) {
-                (None, _) => String::new(),
-                (Some(x), None) => format!(" (not within {window:.0} s): ≥ {x:.1}× faster"),
-                (Some(x), Some(_)) => format!(": {x:.1}× faster"),
-            }
-        );
-        let ok = ratio.is_some_and(|x| x >= 10.0) && (!gb || per_gib.is_some_and(|x| x <= 2.0));
-        out.push(Goal { scenario: "wake-up", goal: g, measured, verdict: Verdict::of(ok) });
-    }
-
-    out.push(loss_goal(
-        r,
-        "noisy-neighbour",
-        "noisy-neighbour",
-        "steady tenants lose ≤ 3% under tierd, no more than under swap",
-        0.03,
-    ));
-
-    let g = "the reserved tenant keeps ≥ 95% of its dram throughput at 125% active; shares order the others";
-    match point(r, "contention/125%").and_then(|p| p.mode(Mode::Tierd)) {
-        Some(t) => {
-            let get = |n: &str| t.tenants.iter().find(|x| x.0 == n).map_or(0.0, |x| x.1);
-            let (res, s200, s100) = (get("reserved"), get("shares200"), get("shares100"));
-            out.push(Goal {
-                scenario: "contention",
-                goal: g,
-                measured: format!("reserved {res:.2}, shares200 {s200:.2}, shares100 {s100:.2}"),
-                verdict: Verdict::of(res >= 0.95 && s200 >= s100),
-            });
-        }
-        None => out.push(Goal::not_run("contention", g)),
-    }
-
-    let g = "tierd sustains ≥ 25% more tenants than swap at ≤ 5% loss";
-    let storm_ran = |m: Mode| r.results.iter().any(|p| p.scenario == "login-storm" && p.mode(m).is_some());
-    // "none" must mean no point at ≤ 5% loss, never "not run".
-    if storm_ran(Mode::Tierd) && storm_ran(Mode::Swap) {
-        let (t, s) = (sustained_tenants(r, Mode::Tierd), sustained_tenants(r, Mode::Swap));
-        let show = |v: Option<usize>| v.map_or("none".to_string(), |n| n.to_string());
-        out.push(Goal {
-            scenario: "login-storm",
-            goal: g,
-            measured: format!("tierd {}, swap {}", show(t), show(s)),
-            verdict: Verdict::of(t.unwrap_or(0) as f64 >= 1.25 * s.unwrap_or(0) as f64 && t.is_some()),
-        });
-    } else {
-        out.push(Goal::not_run("login-storm", g));
-    }
-    out
-}
+use crate::suite::{PointResult, Results};
 
 /// Tenants that failed during a repetition: their throughput counted as zero from then
 /// on, which a reader must know before believing a mode's figure.
@@ -261,9 +95,10 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
         let _ = write!(md, "\n## {sc}\n\n{}\n", points[0].description);
         for p in &points {
             let reps = p.modes.iter().map(|m| m.reps).max().unwrap_or(0);
+            // Every point names the code that measured it.
             let when = match &p.taken {
                 Some(t) if *t != r.run => format!("; taken {} ({})", t.date, t.commit),
-                _ => String::new(),
+                _ => format!("; taken by the latest run ({})", r.run.commit),
             };
             let _ = write!(
                 md,
@@ -403,11 +238,12 @@ fn scenario_chart(sc: &str, points: &[&PointResult]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::suite::{ModeResult, Spread};
+    use tierd_core::size::GIB;
 
-    fn mode_result(mode: Mode, rel: f64, tenants: &[(&str, f64)]) -> ModeResult {
+    pub(crate) fn mode_result(mode: Mode, rel: f64, tenants: &[(&str, f64)]) -> ModeResult {
         ModeResult {
             mode,
             reps: 3,
@@ -430,7 +266,7 @@ mod tests {
         }
     }
 
-    fn pt(scenario: &str, point: &str, modes: Vec<ModeResult>) -> PointResult {
+    pub(crate) fn pt(scenario: &str, point: &str, modes: Vec<ModeResult>) -> PointResult {
         PointResult {
             name: if point.is_empty() { scenario.into() } else { format!("{scenario}/{point}") },
             scenario: scenario.into(),
@@ -440,12 +276,13 @@ mod tests {
             measured_hot_bytes: GIB,
             dram_budget_bytes: GIB,
             slow_tier: None,
+            reference_cpu_bound: false,
             modes,
             taken: None,
         }
     }
 
-    fn results(results: Vec<PointResult>) -> Results {
+    pub(crate) fn results(results: Vec<PointResult>) -> Results {
         Results {
             run: crate::machine::RunInfo::collect(),
             simulated: None,
@@ -454,75 +291,6 @@ mod tests {
             tier: "t".into(),
             results,
         }
-    }
-
-    #[test]
-    fn goals_say_met_missed_or_not_run() {
-        let r = results(vec![
-            pt(
-                "density-2x",
-                "2x",
-                vec![
-                    mode_result(Mode::Dram, 1.0, &[]),
-                    mode_result(Mode::Swap, 0.97, &[]),
-                    mode_result(Mode::Tierd, 0.985, &[]),
-                ],
-            ),
-            pt(
-                "contention",
-                "125%",
-                vec![mode_result(Mode::Tierd, 0.8, &[("reserved", 0.97), ("shares200", 0.7), ("shares100", 0.75)])],
-            ),
-        ]);
-        let g = goals(&r);
-        let get = |s: &str| g.iter().find(|x| x.scenario == s).unwrap();
-        assert_eq!(get("density-2x").verdict, Verdict::Met, "{}", get("density-2x").measured);
-        assert_eq!(get("contention").verdict, Verdict::Missed, "shares200 lost more than shares100");
-        assert_eq!(get("noisy-neighbour").verdict, Verdict::NotRun);
-        assert_eq!(get("login-storm").verdict, Verdict::NotRun);
-        assert_eq!(get("redis").verdict, Verdict::NotRun);
-    }
-
-    #[test]
-    fn wake_up_is_timed_per_gib_and_against_swap_even_when_swap_never_recovers() {
-        let wake = |mode: Mode, secs: Option<f64>| ModeResult {
-            recovery_secs: secs,
-            recovery_curve: (1..=120).map(|s| (s as f64, 0.5)).collect(),
-            ..mode_result(mode, 0.5, &[])
-        };
-        let p = |tierd: Option<f64>| pt("wake-up", "fast", vec![wake(Mode::Swap, None), wake(Mode::Tierd, tierd)]);
-        // 1 GiB hot set back in 2 s: 60× faster than swap's "not within 120 s".
-        let g = goals(&results(vec![p(Some(2.0))]));
-        let fast = g.iter().find(|x| x.scenario == "wake-up").unwrap();
-        assert_eq!(fast.verdict, Verdict::Met, "{}", fast.measured);
-        assert!(fast.measured.contains("≥ 60.0× faster") && fast.measured.contains("2.0 s/GiB"), "{}", fast.measured);
-        // 5 s per GiB is 24× swap but over the 2 s/GiB goal.
-        let wake = |g: Vec<Goal>| g.into_iter().find(|x| x.scenario == "wake-up").unwrap().verdict;
-        assert_eq!(wake(goals(&results(vec![p(Some(5.0))]))), Verdict::Missed);
-        assert_eq!(wake(goals(&results(vec![p(None)]))), Verdict::Missed);
-        let slow = g.iter().filter(|x| x.scenario == "wake-up").nth(1).unwrap();
-        assert_eq!(slow.verdict, Verdict::NotRun, "the slow tier was not run");
-    }
-
-    #[test]
-    fn login_storm_counts_the_most_tenants_before_the_first_loss_over_5_percent() {
-        let storm = |n: usize, swap: f64, tierd: f64| {
-            pt(
-                "login-storm",
-                &format!("{n} tenants"),
-                vec![mode_result(Mode::Swap, swap, &[]), mode_result(Mode::Tierd, tierd, &[])],
-            )
-        };
-        let r = results(vec![storm(4, 0.99, 1.0), storm(6, 0.93, 0.97), storm(8, 0.96, 0.96), storm(10, 0.8, 0.9)]);
-        assert_eq!(sustained_tenants(&r, Mode::Swap), Some(4), "8 passing after 6 failed does not count");
-        assert_eq!(sustained_tenants(&r, Mode::Tierd), Some(8));
-        assert_eq!(sustained_tenants(&r, Mode::Static), None);
-        let g = goals(&r);
-        assert_eq!(g.iter().find(|x| x.scenario == "login-storm").unwrap().verdict, Verdict::Met, "8 ≥ 1.25 × 4");
-        // Only tierd run: swap's count is unknown, not "none".
-        let only = results(vec![pt("login-storm", "4 tenants", vec![mode_result(Mode::Tierd, 1.0, &[])])]);
-        let g = goals(&only);
-        assert_eq!(g.iter().find(|x| x.scenario == "login-storm").unwrap().verdict, Verdict::NotRun);
     }
 
     #[test]
@@ -566,7 +334,8 @@ mod tests {
         assert_eq!(md.matches("- 2026-01-01T00:00:00Z (abc1234)").count(), 1, "{md}");
         assert_eq!(md.matches("- 2026-01-01T00:00:00Z (0ld0000)").count(), 1, "{md}");
         assert_eq!(md.matches("; taken 2026-01-01T00:00:00Z (abc1234)").count(), 2, "{md}");
-        assert_eq!(md.matches("; taken").count(), 3, "the latest run's point says nothing: {md}");
+        assert_eq!(md.matches("; taken 2026").count(), 3, "{md}");
+        assert_eq!(md.matches("; taken by the latest run").count(), 1, "every point names its commit: {md}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -110,6 +110,19 @@ pub struct TenantDef {
 }
 
 impl TenantDef {
+    /// Whether the tenant is running (active or sweeping, not idle) `secs` into its run.
+    pub fn busy_at(&self, secs: f64) -> bool {
+        let Ok(phases) = crate::workload::parse_phases(&self.phases) else { return false };
+        let mut end = 0.0;
+        for p in phases {
+            end += p.duration.as_secs_f64();
+            if secs < end {
+                return p.kind != crate::workload::PhaseKind::Idle;
+            }
+        }
+        false
+    }
+
     pub fn new(name: impl Into<String>, size_mib: u64, hot_mib: u64, phases: impl Into<String>) -> TenantDef {
         TenantDef {
             name: name.into(),
@@ -184,7 +197,8 @@ pub fn how_it_ended(exit_code: Option<i32>) -> String {
 }
 
 impl TenantRun {
-    /// Mean throughput of the active reports with `from <= t < to`.
+    /// Mean throughput of the active reports with `from <= t < to`; a failed tenant's
+    /// time after its last report counts as zero.
     pub fn ops(&self, from: f64, to: f64) -> f64 {
         let v: Vec<f64> = self
             .reports
@@ -192,7 +206,22 @@ impl TenantRun {
             .filter(|r| r.phase == "active" && r.t >= from && r.t < to)
             .map(|r| r.ops_per_sec)
             .collect();
-        if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+        let mean = if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+        mean * self.alive_share(from, to)
+    }
+
+    /// The share of `[from, to)` the tenant was running: 1 unless it failed, else up to
+    /// the end of its last report's window.
+    fn alive_share(&self, from: f64, to: f64) -> f64 {
+        if self.failed.is_none() || to <= from {
+            return 1.0;
+        }
+        let Some(last) = self.reports.last() else { return 0.0 };
+        let period = match self.reports.len() {
+            0 | 1 => 1.0,
+            n => (last.t - self.reports[0].t) / (n - 1) as f64,
+        };
+        ((last.t + period - from) / (to - from)).clamp(0.0, 1.0)
     }
 
     /// Mean p99 latency (µs) of the same reports.
@@ -377,11 +406,6 @@ pub fn run(
     sleep(Duration::from_secs(left.saturating_sub(5)))?;
     let status = t.status().ok();
     let health = status.as_ref().map(|s| s.active_health.clone()).unwrap_or_default();
-    // Every tenant outlives this read; one that ended already, other than cleanly, failed.
-    let failed = |name: &str| {
-        let ts = status.as_ref()?.tenants.iter().find(|ts| ts.name == name)?;
-        (ts.state == "exited" && ts.exit_code != Some(0)).then(|| how_it_ended(ts.exit_code))
-    };
     let tracker_cpu_per_8gib = status.as_ref().and_then(|s| {
         let secs = s.tracker_seconds();
         let tracked: u64 = s.tenants.iter().map(|t| t.size_bytes).sum();
@@ -389,7 +413,14 @@ pub fn run(
             .then(|| secs / started.elapsed().as_secs_f64() * 100.0 * (8u64 << 30) as f64 / tracked as f64)
     });
     sleep(Duration::from_secs(left.min(5)))?;
+    // Failures are read at the very end: a tenant that died in the last seconds failed too.
+    let status = t.status().ok().or(status);
     let cpu = (cpu_seconds(pid) - c0) / secs as f64 * 100.0;
+    // Every tenant outlives the run; one that ended already, other than cleanly, failed.
+    let failed = |name: &str| {
+        let ts = status.as_ref()?.tenants.iter().find(|ts| ts.name == name)?;
+        (ts.state == "exited" && ts.exit_code != Some(0)).then(|| how_it_ended(ts.exit_code))
+    };
     let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
     let runs = tenants
         .iter()
@@ -426,6 +457,21 @@ mod tests {
         assert_eq!(r.p99(0.0, 10.0), 3.0);
         assert_eq!(r.ops(2.5, 10.0), 300.0);
         assert_eq!(r.ops(50.0, 60.0), 0.0);
+    }
+
+    #[test]
+    fn a_failed_tenant_counts_as_zero_from_its_last_report() {
+        let line = |t: f64, ops: f64| {
+            format!("{{\"t\":{t},\"unix\":0.0,\"phase\":\"active\",\"ops_per_sec\":{ops},\"p99_us\":1.0}}\n")
+        };
+        let out: String = (1..=10).map(|t| line(t as f64, 1000.0)).collect();
+        let alive = TenantRun { name: "a".into(), reports: parse_reports(&out), failed: None };
+        let dead = TenantRun { failed: Some("exit code 101".into()), ..alive.clone() };
+        assert_eq!(alive.ops(0.0, 20.0), 1000.0, "a tenant that ran on is averaged over its reports");
+        // Its last report (t = 10) covers 9–10 s: alive for 11 s of the 20.
+        assert!((dead.ops(0.0, 20.0) - 550.0).abs() < 1e-9, "{}", dead.ops(0.0, 20.0));
+        assert_eq!(dead.ops(15.0, 20.0), 0.0, "after its failure");
+        assert_eq!(dead.ops(2.0, 8.0), 1000.0, "before its failure");
     }
 
     #[test]

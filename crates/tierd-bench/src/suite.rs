@@ -48,6 +48,14 @@ pub struct Point {
 }
 
 impl Point {
+    /// Whether `dram` is CPU-bound at this point on `cpus` CPUs: see
+    /// [`PointResult::reference_cpu_bound`].
+    pub fn reference_cpu_bound(&self, cpus: usize) -> bool {
+        let Measure::Steady { from, to } = self.measure else { return false };
+        let busy: Vec<&TenantDef> = self.tenants.iter().filter(|t| t.busy_at((from + to) / 2.0)).collect();
+        busy.len() > cpus && busy.iter().any(|t| !self.measured.contains(&t.name))
+    }
+
     pub fn steady(
         label: impl Into<String>,
         budget: u64,
@@ -260,6 +268,10 @@ pub struct PointResult {
     pub measured_hot_bytes: u64,
     pub dram_budget_bytes: u64,
     pub slow_tier: Option<Throttle>,
+    /// `dram` itself is CPU-bound here: more tenants busy while measured than CPUs, and
+    /// some not measured, so a neighbour's CPU (not memory) sets the reference.
+    #[serde(default)]
+    pub reference_cpu_bound: bool,
     pub modes: Vec<ModeResult>,
     /// The run that measured this point (results of several runs can share a file).
     #[serde(default)]
@@ -424,6 +436,7 @@ pub fn aggregate(p: &Point, scenario: &Scenario, samples: &[(Mode, Vec<Sample>)]
         measured_hot_bytes: p.tenants.iter().filter(|t| p.measured.contains(&t.name)).map(|t| t.hot).sum(),
         dram_budget_bytes: p.budget,
         slow_tier: p.slow,
+        reference_cpu_bound: p.reference_cpu_bound(std::thread::available_parallelism().map_or(1, |n| n.get())),
         modes,
         taken: None,
     }
@@ -594,6 +607,17 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
 mod tests {
     use super::*;
     use tierd_core::size::MIB;
+
+    #[test]
+    fn a_reference_is_cpu_bound_when_unmeasured_neighbours_take_the_cpus() {
+        let point = |name: &str| catalogue(1.0).into_iter().find(|s| s.name == name).unwrap().points.remove(0);
+        let noisy = point("noisy-neighbour");
+        assert!(noisy.reference_cpu_bound(2), "3 steady tenants and a sweeping one on 2 CPUs");
+        assert!(!noisy.reference_cpu_bound(4));
+        assert!(!point("login-storm").reference_cpu_bound(2), "every busy tenant is measured");
+        let t = &noisy.tenants[3];
+        assert!(!t.busy_at(10.0) && t.busy_at(30.0) && !t.busy_at(90.0), "idle 25 s, sweeps 55 s, then gone");
+    }
 
     /// `n` tenants `prefix1..` of `size` MiB with `hot` MiB hot sets, active for `secs`.
     fn steady_tenants(prefix: &str, n: usize, size: u64, hot: u64, secs: u64) -> Vec<TenantDef> {

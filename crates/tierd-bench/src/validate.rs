@@ -232,54 +232,15 @@ mod tests {
     use super::*;
     use crate::suite::{ModeResult, Spread};
 
+    use crate::report::tests::{mode_result, pt, results};
+
     fn mode(m: Mode, rel: f64, lo: f64, hi: f64) -> ModeResult {
-        ModeResult {
-            mode: m,
-            reps: 3,
-            throughput: rel,
-            relative_throughput: rel,
-            relative_spread: Spread { median: rel, min: lo, max: hi },
-            p99_us: 0.0,
-            p99_latency_ratio: 1.0,
-            tenants: Vec::new(),
-            recovery_secs: None,
-            recovery_each: Vec::new(),
-            settle_secs: None,
-            settle_each: Vec::new(),
-            settled_relative: None,
-            recovery_curve: Vec::new(),
-            health: Vec::new(),
-            tierd_cpu_percent: 0.0,
-            tracker_cpu_per_8gib: None,
-            samples: Vec::new(),
-        }
+        ModeResult { relative_spread: Spread { median: rel, min: lo, max: hi }, ..mode_result(m, rel, &[]) }
     }
 
     fn point(name: &str, modes: Vec<ModeResult>) -> PointResult {
         let (scenario, label) = name.split_once('/').unwrap();
-        PointResult {
-            name: name.into(),
-            scenario: scenario.into(),
-            point: label.into(),
-            description: String::new(),
-            tenant_memory_bytes: 0,
-            measured_hot_bytes: 0,
-            dram_budget_bytes: 0,
-            slow_tier: None,
-            modes,
-            taken: None,
-        }
-    }
-
-    fn results(points: Vec<PointResult>) -> Results {
-        Results {
-            run: crate::machine::RunInfo::collect(),
-            simulated: None,
-            reps: 3,
-            scale: 1.0,
-            tier: String::new(),
-            results: points,
-        }
+        pt(scenario, label, modes)
     }
 
     #[test]

@@ -223,6 +223,7 @@ impl Engine {
                     from_tier: &from_tier,
                     own_faults,
                     read_secs,
+                    at_rest: et.activity.rest_secs(now).is_some(),
                 };
                 let s = tr.observe(o, &mut self.rng);
                 self.tracker_secs += s;

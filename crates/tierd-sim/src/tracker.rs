@@ -107,6 +107,8 @@ pub struct Observation<'a> {
     pub own_faults: f64,
     /// Seconds a tier read takes lately.
     pub read_secs: Option<f64>,
+    /// The tenant is at rest (its CPU and stall far below its usual).
+    pub at_rest: bool,
 }
 
 impl Tracker {
@@ -207,15 +209,18 @@ impl Tracker {
                 faulted,
                 returned: mean,
             });
-            let est = (mean * r).max((4u64 << 20) as f64);
-            let k = (self.window / self.interval).max(1.0);
-            let rel = 1.96 * (var * r * r).sqrt() / est / k.sqrt();
-            if rel > TARGET_REL_CI {
-                self.pages *= 1.25;
-            } else if rel < TARGET_REL_CI / 2.5 {
-                self.pages /= 1.25;
+            // Nothing sampled (a rest) is no evidence to size the next sample by.
+            if !fracs.is_empty() {
+                let est = (mean * r).max((4u64 << 20) as f64);
+                let k = (self.window / self.interval).max(1.0);
+                let rel = 1.96 * (var * r * r).sqrt() / est / k.sqrt();
+                if rel > TARGET_REL_CI {
+                    self.pages *= 1.25;
+                } else if rel < TARGET_REL_CI / 2.5 {
+                    self.pages /= 1.25;
+                }
+                self.pages = self.pages.clamp(self.min_pages, self.max_pages);
             }
-            self.pages = self.pages.clamp(self.min_pages, self.max_pages);
         }
         while self.history.front().is_some_and(|e| now - e.at > self.window) {
             self.history.pop_front();
@@ -227,9 +232,15 @@ impl Tracker {
             }
         }
 
-        // Next interval's samples.
+        // Next interval's samples; none from a tenant at rest: it touches nothing there is
+        // to see, and each page sampled out is a fault the moment it wakes.
         self.pages = self.pages.min(self.budget_pages).min(self.io_budget_pages(o.read_secs));
-        let from = self.draw(o.mem, o.exposure, now, rng);
+        let from = if o.at_rest {
+            self.fresh.clear();
+            0.0
+        } else {
+            self.draw(o.mem, o.exposure, now, rng)
+        };
         let sampled = self.fresh.len() as f64 * CLUSTER;
         self.batches.push_back(Batch { drawn: now, sampled: sampled * PAGE, from, returned: 0.0 });
         while self.batches.front().is_some_and(|b| now - b.drawn > self.window + self.interval) {

@@ -365,7 +365,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     p.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();
                 println!("{:<26} {}", p.name, line.join("  "));
             }
-            for g in tierd_bench::report::goals(&r) {
+            for g in tierd_bench::goals::goals(&r) {
                 println!("{:<16} {:<10} {}", g.scenario, format!("{:?}", g.verdict), g.measured);
             }
             println!("results in {}", out.display());

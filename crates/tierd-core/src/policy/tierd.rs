@@ -22,7 +22,7 @@ use crate::policy::allocate::{Claim, allocate};
 use crate::policy::curve::{Curve, fault_secs};
 use crate::policy::{Knobs, MIN_QUOTA, moves};
 use crate::size::human;
-use crate::snapshot::{Snapshot, TenantView};
+use crate::snapshot::{Range, Region, Snapshot, TenantView};
 
 const PAGE: f64 = 4096.0;
 /// Reads a fault on a region laid out in runs saves by reading its neighbours along.
@@ -225,7 +225,9 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     if let Some(r) = &throttled {
         notes.push(r.clone());
     }
-    let free = free_room(snap, k, mode);
+    let free = if throttled.is_some() { 0 } else { free_room(snap, k, mode) };
+    let window = snap.window_secs.max(snap.interval_secs);
+    let room = room_demotions(&states, free, window, (k.demote_rate as f64 * snap.interval_secs) as u64);
     if fell_short {
         notes.push(
             "back to one shared limit: a tenant's measured progress stayed below the model's prediction for two \
@@ -236,8 +238,9 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let tenants = states
         .iter()
         .zip(&parts)
-        .map(|(s, &part)| {
-            let mut tp = tenant_plan(s, part, mode, snap, k, free, throttled.is_some());
+        .zip(room)
+        .map(|((s, &part), room)| {
+            let mut tp = tenant_plan(s, part, mode, snap, k, room);
             if mode == Mode::Quotas && s.working {
                 tp.predicted_useful = Some(s.curve.useful(part, fault));
             }
@@ -258,6 +261,38 @@ fn free_room(snap: &Snapshot, k: &Knobs, mode: Mode) -> u64 {
     held.saturating_sub(want)
 }
 
+/// Per tenant, the regions that make `free` bytes of room ahead of the kernel's reclaim:
+/// only what the LRU would give up first anyway, the host's coldest first. A region
+/// qualifies when it was seen idle a window (a sample of it stayed out) and is not part
+/// of a resting tenant's working set; a region never seen is no evidence of cold (a
+/// resting tenant's unsampled hot pages would go first and fault the moment it wakes).
+fn room_demotions(states: &[State], free: u64, window: f64, per_tenant: u64) -> Vec<Vec<Range>> {
+    let mut cold: Vec<(usize, &Region)> = Vec::new();
+    for (i, s) in states.iter().enumerate() {
+        let ws: Vec<Range> =
+            if s.working { Vec::new() } else { moves::working_set(s.view, window).map(|r| r.range).collect() };
+        let candidates = moves::coldest(&s.view.regions, window, 1, u64::MAX);
+        cold.extend(
+            s.view.regions.iter().filter(|r| candidates.contains(&r.range) && !ws.contains(&r.range)).map(|r| (i, r)),
+        );
+    }
+    cold.sort_by(|a, b| b.1.idle_secs.unwrap_or(0.0).total_cmp(&a.1.idle_secs.unwrap_or(0.0)));
+    let mut out = vec![Vec::new(); states.len()];
+    let mut taken = vec![0u64; states.len()];
+    let mut total = 0;
+    for (i, r) in cold {
+        if total + r.dram_bytes > free {
+            break;
+        }
+        if taken[i] + r.dram_bytes <= per_tenant {
+            taken[i] += r.dram_bytes;
+            total += r.dram_bytes;
+            out[i].push(r.range);
+        }
+    }
+    out
+}
+
 /// Why demotion waits: the tier is slow (red read latency) or saturated.
 fn tier_throttled(snap: &Snapshot) -> Option<String> {
     if let Some(us) = snap.tier.read_latency_us
@@ -269,8 +304,9 @@ fn tier_throttled(snap: &Snapshot) -> Option<String> {
         .then(|| format!("demotion throttled: tier device busy {:.0}% of the time", snap.tier.utilization * 100.0))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, free: u64, throttled: bool) -> TenantPlan {
+/// One tenant's quota and moves; `room` is its share of the demotions ahead of the
+/// kernel's reclaim ([`room_demotions`]).
+fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, room: Vec<Range>) -> TenantPlan {
     let t = s.view;
     let window = snap.window_secs.max(snap.interval_secs);
     let interval = snap.interval_secs;
@@ -329,22 +365,18 @@ fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, fre
     // Demotion: whole regions ahead of a cut (coldest first), and under one shared limit
     // ahead of the kernel's own reclaim, so what goes out lies in runs.
     let cut = t.dram.saturating_sub(limit);
-    if cut > 0 {
+    tp.demote = if cut > 0 {
         let evidence = if s.working { 2 } else { 0 };
-        tp.demote = moves::coldest(&t.regions, 0.0, evidence, cut.min(rate));
-    } else if free > 0 && !throttled {
-        // Only what the LRU would give up first anyway: regions idle a window, never a
-        // resting tenant's working set (it fits, or the LRU takes it when it must).
-        let ws: Vec<_> = if s.working { Vec::new() } else { moves::working_set(t, window).map(|r| r.range).collect() };
-        let cold: Vec<_> = t.regions.iter().filter(|r| !ws.contains(&r.range)).copied().collect();
-        tp.demote = moves::coldest(&cold, window, if s.working { 2 } else { 0 }, rate.min(free));
-    }
+        moves::coldest(&t.regions, 0.0, evidence, cut.min(rate))
+    } else {
+        room
+    };
     if !tp.demote.is_empty() {
         tp.reason += &format!("; demoting {} regions whole", tp.demote.len());
     }
     // Relayout: a resting tenant's working set in runs, while the tier is idle.
     if let Some(rest) = t.at_rest_secs {
-        let idle_tier = !throttled && snap.tier.utilization < k.relayout_below_utilization;
+        let idle_tier = tier_throttled(snap).is_none() && snap.tier.utilization < k.relayout_below_utilization;
         let room = limit >= t.dram + RELAYOUT_ROOM;
         tp.relayout = moves::relayout(t, window, &tp.demote, rate, idle_tier && room && rest >= interval);
         if !tp.relayout.is_empty() {
