@@ -546,7 +546,8 @@ impl Engine {
             if let Some(secs) = read_secs {
                 tracker.tier_read_time(secs);
             }
-            tracker.observe(&t.procs, std::mem::take(&mut t.measure.untracked_faults), now);
+            let at_rest = t.activity.rest_secs(now).is_some();
+            tracker.observe(&t.procs, std::mem::take(&mut t.measure.untracked_faults), now, at_rest);
         }
     }
 

@@ -550,6 +550,34 @@ mod tests {
     }
 
     #[test]
+    fn room_ahead_of_the_lru_comes_from_the_hosts_coldest_and_never_from_an_unseen_resting_working_set() {
+        // Both fit and the budget is full: room is made ahead of the kernel's reclaim.
+        let mut busy = working("busy", 768 * MIB, 256 * MIB, 640 * MIB, 0.0);
+        busy.regions = (0..320).map(|i| region(i, if i < 128 { 1.0 } else { 200.0 }, 2 * MIB, 0, false)).collect();
+        for r in busy.regions.iter_mut().skip(128) {
+            r.cold_samples = 2;
+        }
+        let mut sleepy = working("sleepy", 384 * MIB, 384 * MIB, 384 * MIB, 0.0);
+        sleepy.at_rest_secs = Some(5.0);
+        sleepy.rest_began_secs = Some(5.0);
+        // Its working set: half seen reused before the rest, half never sampled at all.
+        sleepy.regions = (1000..1192)
+            .map(|i| {
+                let mut r = region(i, 20.0, 2 * MIB, 0, false);
+                if i >= 1096 {
+                    (r.idle_secs, r.reused_secs) = (None, None);
+                }
+                r
+            })
+            .collect();
+        let p = plan(&snap_of(GIB, vec![busy, sleepy]), &K);
+        let demoted = |name: &str| p.tenants.iter().find(|t| t.name.as_str() == name).unwrap().demote.clone();
+        assert!(!demoted("busy").is_empty(), "{:?}", p.tenants[0].reason);
+        assert!(demoted("busy").iter().all(|r| r.start >= 128 << 21), "only what it left idle");
+        assert_eq!(demoted("sleepy"), Vec::new(), "nothing of the resting tenant: {}", p.tenants[1].reason);
+    }
+
+    #[test]
     fn a_quota_cut_demotes_the_coldest_whole_regions_first() {
         let mut ts: Vec<TenantView> =
             (1..=6).map(|i| working(&format!("u{i}"), 512 * MIB, 192 * MIB, 160 * MIB, 0.8)).collect();

@@ -34,8 +34,9 @@ pub struct TrackerCost {
 pub trait Tracker: Send + std::fmt::Debug {
     /// One interval: read what happened since the last call, prepare the next.
     /// `tier_faults` is the tenant's major faults since the last call (pages read back
-    /// from the tier: each one a page touched).
-    fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64);
+    /// from the tier: each one a page touched). A tenant `at_rest` touches nothing
+    /// worth measuring, so a tracker whose probes cost the tenant faults makes none.
+    fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64, at_rest: bool);
     /// The estimate so far (`None` until one full interval has been observed).
     fn activeness(&self) -> Option<Activeness>;
     /// Region heat and placement as of the last observation.
