@@ -673,13 +673,9 @@ impl Engine {
             self.apply(&head, now, "ahead of its neighbours' cuts", None);
         }
         // Then the neighbours' cuts: their demotions now, their limits written on a
-        // thread of their own while the woken tenants' prefetch goes on as the cuts
-        // free DRAM under the group limit. A limit write waits until the kernel has
-        // reclaimed down to it (on v1, waiting on the writes): one after the other and
-        // then the prefetch took 3.2 s in the wake-up scenario, against 1.2 s for the
-        // prefetch alone. (A thread per neighbour was tried at a788620: two cuts side by
-        // side took 1.8–3.7 s, as long as one after the other; they share the CPUs and
-        // the tier.)
+        // thread of their own while the woken tenants' prefetch goes on as the cuts free
+        // DRAM under the group limit (a v1 limit write waits until the kernel has
+        // reclaimed down to it; see docs/decisions/001, "Movers" and the wake-up notes).
         let cuts: Vec<&TenantPlan> =
             order.iter().copied().filter(|tp| !tp.woke && self.falling(tp).is_some_and(|f| f)).collect();
         let mut early = Vec::new();
