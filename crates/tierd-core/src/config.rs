@@ -112,6 +112,9 @@ pub struct RawConfig {
     pub ratio: Option<f64>,
     pub policy: Option<RawPolicy>,
     pub interval: Option<String>,
+    /// How long a tenant may wait at its memory limit, the kernel's reclaim making no
+    /// progress (the tier full, a failing device), before the OOM killer may act on it.
+    pub oom_grace: Option<String>,
     pub state_dir: Option<PathBuf>,
     pub socket: Option<PathBuf>,
     /// Name of tierd's cgroup subtree, created under the cgroup tierd runs in.
@@ -163,6 +166,8 @@ pub struct Config {
     /// The `tierd` policy's tunables.
     pub knobs: crate::policy::Knobs,
     pub interval: Duration,
+    /// See [`RawConfig::oom_grace`].
+    pub oom_grace: Duration,
     pub state_dir: PathBuf,
     pub socket: PathBuf,
     pub cgroup_name: String,
@@ -207,6 +212,11 @@ impl RawConfig {
         let interval = parse_duration("interval", self.interval.as_deref(), Duration::from_secs(10), &mut errs);
         if interval < Duration::from_millis(100) || interval > Duration::from_secs(600) {
             errs.push(format!("interval {} must be between 100ms and 10m", humantime::format_duration(interval)));
+        }
+
+        let oom_grace = parse_duration("oom_grace", self.oom_grace.as_deref(), Duration::from_secs(30), &mut errs);
+        if oom_grace < Duration::from_secs(1) || oom_grace > Duration::from_secs(3600) {
+            errs.push(format!("oom_grace {} must be between 1s and 1h", humantime::format_duration(oom_grace)));
         }
 
         let state_dir = self.state_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR));
@@ -270,6 +280,7 @@ impl RawConfig {
             policy,
             knobs,
             interval,
+            oom_grace,
             state_dir,
             socket,
             cgroup_name,

@@ -69,6 +69,11 @@ pub struct HostFigures {
     pub tenant_errors: Vec<(String, u64)>,
     /// Why demotion is throttled, if it is.
     pub throttled: Option<String>,
+    /// Tenants waiting at their memory limit with reclaim making no progress, and for
+    /// how long (seconds; see [`crate::waits`]).
+    pub waiting: Vec<(String, f64)>,
+    /// How long a tenant may wait before the OOM killer may act on it (seconds).
+    pub oom_grace_secs: f64,
 }
 
 /// One health check: its colour, what it saw and, when not green, what to do.
@@ -113,6 +118,25 @@ pub fn checks(h: &HostFigures) -> Vec<Check> {
     ));
     if let Some(why) = &h.throttled {
         out.push(check("demotion", Colour::Yellow, why.clone(), "demotion waits until the tier recovers"));
+    }
+    let stuck: Vec<String> = h
+        .waiting
+        .iter()
+        .filter(|w| w.1 >= crate::waits::RED_AFTER_SECS)
+        .map(|(n, secs)| format!("{n} ({secs:.0} s)"))
+        .collect();
+    if !stuck.is_empty() {
+        out.push(check(
+            "tenants_waiting",
+            Colour::Red,
+            format!("waiting at their memory limit, reclaim making no progress: {}", stuck.join(", ")),
+            &format!(
+                "they grew beyond DRAM and the tier (tier {:.0}% full: after {:.0} s of this the kernel's OOM \
+                 killer may act on them), or reclaim waits on a slow tier: give the tier room, or stop a tenant",
+                pct(h.tier_used, h.tier_size),
+                h.oom_grace_secs
+            ),
+        ));
     }
     if !h.tenant_errors.is_empty() {
         let list: Vec<String> = h.tenant_errors.iter().map(|(n, c)| format!("{n} ({c})")).collect();
@@ -209,5 +233,25 @@ mod tests {
         assert_eq!(errs.colour, Colour::Yellow);
         assert!(errs.message.contains("db (3)"), "{}", errs.message);
         assert!(c.iter().any(|c| c.name == "demotion" && c.colour == Colour::Yellow));
+    }
+
+    #[test]
+    fn a_tenant_waiting_at_its_limit_turns_health_red_by_name() {
+        let h = |secs: f64| HostFigures {
+            dram_budget: 1000,
+            tier_size: 100,
+            tier_used: 100,
+            waiting: vec![("big".into(), secs)],
+            oom_grace_secs: 30.0,
+            ..HostFigures::default()
+        };
+        assert!(checks(&h(1.0)).iter().all(|c| c.name != "tenants_waiting"), "a short wait is reclaim catching up");
+        let c = checks(&h(12.0));
+        let w = c.iter().find(|c| c.name == "tenants_waiting").unwrap();
+        assert_eq!(w.colour, Colour::Red);
+        assert!(w.message.contains("big (12 s)"), "{}", w.message);
+        assert!(
+            w.advice.as_deref().unwrap().contains("tier 100% full") && w.advice.as_deref().unwrap().contains("30 s")
+        );
     }
 }

@@ -18,6 +18,7 @@ pub mod snapshot;
 pub mod tenant;
 pub mod tlb;
 pub mod vm;
+pub mod waits;
 
 pub use name::TenantName;
 pub use size::ByteSize;

@@ -223,6 +223,10 @@ pub struct TenantStatus {
     /// Share of its activity lately that was waiting for memory.
     #[serde(default)]
     pub stall_share: f64,
+    /// Seconds a task of it has waited at its memory limit, reclaim making no progress
+    /// (cgroup v1; see `oom_grace`), if it waits now.
+    #[serde(default)]
+    pub waiting_at_limit_secs: Option<f64>,
     /// Its fault curve as the policy saw it at its last pass (`tierd` policy): the hot
     /// set (touched every interval), the warm part (reused within the window), whether
     /// the hot set is a cliff, and the share of its work predicted under its quota.

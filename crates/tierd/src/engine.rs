@@ -26,6 +26,7 @@ use tierd_core::policy;
 use tierd_core::size::human;
 use tierd_core::snapshot::{Range, Snapshot, TenantView, TierView};
 use tierd_core::tenant::TenantSpec;
+use tierd_core::waits::Step;
 use tierd_sys::cgroup::{self, MemoryController};
 use tierd_sys::madvise::Pidfd;
 use tierd_sys::procfs::ProcFs;
@@ -442,35 +443,66 @@ impl Engine {
 
     /// Between intervals: wakes tasks waiting at a quota or at the group limit (cgroup v1
     /// with the OOM killer off: the kernel's reclaim there made no progress, and it
-    /// would otherwise have killed them). Woken, they reclaim again; each tenant's
-    /// waits are counted and logged once per interval.
+    /// would otherwise have killed them). Woken, they reclaim again; each tenant's waits
+    /// are logged once an interval, and one that waits through `oom_grace` has the OOM
+    /// killer let act on it (see `tierd_core::waits`).
     pub fn release_waiters(&mut self) {
+        // Every tenant is looked at before anyone is woken: a task woken by the group's
+        // raised limit runs for a page and would look, for that moment, as if it did not wait.
+        let waits: Vec<(TenantName, bool)> = self
+            .tenants
+            .iter()
+            .filter(|(_, t)| t.is_running())
+            .map(|(n, _)| (n.clone(), self.cg.waiting_at_limit(&self.tenant_rel(n)).unwrap_or(false)))
+            .collect();
         let group = self.group_rel();
         if self.cg.waiting_at_limit(&group).unwrap_or(false)
             && let Err(e) = self.cg.release_waiters(&group)
         {
             self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}"));
         }
-        let names: Vec<TenantName> =
-            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
-        for name in names {
+        let (now, grace, every) = (now_secs(), self.cfg.oom_grace.as_secs_f64(), self.cfg.interval.as_secs_f64());
+        let tier_full = tierd_core::waits::tier_full(self.tier_view.size_bytes, self.tier_view.used_bytes);
+        for (name, waiting) in waits {
             let rel = self.tenant_rel(&name);
-            if !self.cg.waiting_at_limit(&rel).unwrap_or(false) {
-                continue;
-            }
-            let woke = self.cg.release_waiters(&rel);
             let t = self.tenants.get_mut(&name).expect("listed above");
-            t.count_error("waited at its quota");
-            let quiet = t.waited_at.is_some_and(|at| at.elapsed() < self.cfg.interval);
-            if !quiet {
-                t.waited_at = Some(Instant::now());
-                let msg = match woke {
-                    Ok(()) => format!(
-                        "waited at its quota {}: reclaim made no progress (the kernel would have killed it); woken to try again",
-                        show_quota(t.quota)
-                    ),
-                    Err(e) => format!("waits at its quota and cannot be woken: {e}"),
-                };
+            let step = t.waits.observe(now, waiting, tier_full, grace, every);
+            let (quota, held) = (show_quota(t.quota), human(t.measure.dram + t.measure.tier));
+            if waiting {
+                t.count_error("waited at its quota");
+            }
+            let msg = match step {
+                Step::Nothing => None,
+                Step::Wake { log } => match self.cg.release_waiters(&rel) {
+                    Ok(()) => log.then(|| {
+                        format!(
+                            "waited at its quota {quota}: reclaim made no progress (the kernel would have killed it); \
+                             woken to try again"
+                        )
+                    }),
+                    Err(e) => log.then(|| format!("waits at its quota and cannot be woken: {e}")),
+                },
+                // Its own limit pinned at what it holds, the next charge fails in its own
+                // group, where the OOM killer is let act (at the group limit the kernel
+                // would pick among all tenants); that wakes the waiters too.
+                Step::GiveUp => Some(
+                    match pin_limit(self.cg.as_ref(), &rel, &mut t.quota)
+                        .and_then(|()| self.cg.set_oom_killer(&rel, true))
+                    {
+                        Ok(()) => format!(
+                            "waited at its quota {quota} for {grace:.0} s with reclaim making no progress: it holds {held}, \
+                         more than DRAM and the tier can take, or the tier fails; the kernel's OOM killer may now act \
+                         on it"
+                        ),
+                        Err(e) => format!("waited {grace:.0} s at its quota and the OOM killer cannot be let act: {e}"),
+                    },
+                ),
+                Step::Recovered => {
+                    let _ = self.cg.set_oom_killer(&rel, false);
+                    Some("no longer waits at its quota: the OOM killer is off again".to_string())
+                }
+            };
+            if let Some(msg) = msg {
                 self.events.warn(Some(name.as_str()), msg);
             }
         }
@@ -1337,6 +1369,7 @@ impl Engine {
                 cpu_cores: if t.is_running() { t.activity.cpu } else { 0.0 },
                 at_rest_secs: if t.is_running() { t.activity.rest_secs(now_secs()) } else { None },
                 stall_share: if t.is_running() { t.activity.stall_share } else { 0.0 },
+                waiting_at_limit_secs: if t.is_running() { t.waits.waiting_secs(now_secs()) } else { None },
                 hot_bytes: curve(t).map(|c| c.hot),
                 warm_bytes: curve(t).map(|c| c.warm),
                 steep: curve(t).map(|c| c.steep),
@@ -1375,6 +1408,13 @@ impl Engine {
                 tier_read_latency_us: self.tier_view.read_latency_us,
                 tenant_errors: tenant_errors(&tenants),
                 throttled: self.notes.iter().find(|n| n.starts_with("demotion throttled")).cloned(),
+                waiting: self
+                    .tenants
+                    .iter()
+                    .filter(|(_, t)| t.is_running())
+                    .filter_map(|(n, t)| Some((n.to_string(), t.waits.waiting_secs(now_secs())?)))
+                    .collect(),
+                oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
             }),
             http_address: self.http_address.clone(),
             uptime_secs: self.started.elapsed().as_secs_f64(),
@@ -1519,6 +1559,15 @@ fn tenant_errors(tenants: &[TenantStatus]) -> Vec<(String, u64)> {
         .map(|t| (t.name.clone(), t.errors.values().sum::<u64>()))
         .filter(|(_, n)| *n > 0)
         .collect()
+}
+
+/// Sets a cgroup's limit to what it holds now and records it as its quota (so the next
+/// plan's write, whatever it is, counts as a change and is applied).
+fn pin_limit(cg: &dyn MemoryController, rel: &str, quota: &mut Option<u64>) -> Result<(), cgroup::CgroupError> {
+    let held = cg.stats(rel)?.usage;
+    cg.set_limit(rel, Some(held))?;
+    *quota = Some(held);
+    Ok(())
 }
 
 fn show_quota(q: Option<u64>) -> String {

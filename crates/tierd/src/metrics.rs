@@ -69,7 +69,7 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 22] = [
+const TENANT_FAMILIES: [TenantFamily; 23] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
@@ -112,6 +112,12 @@ const TENANT_FAMILIES: [TenantFamily; 22] = [
     ("tierd_tenant_stall_ratio", "gauge", "Share of its activity lately that was waiting for memory.", |t| {
         Some(t.stall_share)
     }),
+    (
+        "tierd_tenant_waiting_at_limit_seconds",
+        "gauge",
+        "How long a task of the tenant has waited at its memory limit, reclaim making no progress (absent: none).",
+        |t| t.waiting_at_limit_secs,
+    ),
     ("tierd_tenant_quota_bytes", "gauge", "The tenant's DRAM quota (absent: unlimited).", |t| {
         t.quota_bytes.map(|v| v as f64)
     }),
@@ -245,6 +251,7 @@ pub(crate) mod tests {
             cpu_cores: 0.0,
             at_rest_secs: None,
             stall_share: 0.25,
+            waiting_at_limit_secs: None,
             hot_bytes: Some(120),
             warm_bytes: Some(30),
             steep: Some(true),

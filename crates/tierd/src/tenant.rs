@@ -132,8 +132,8 @@ pub struct Tenant {
     pub predicted: Option<f64>,
     pub shortfall: tierd_core::activity::Shortfall,
     pub short_secs: Option<f64>,
-    /// When a task of it was last found waiting at its quota (see `Engine::release_waiters`).
-    pub waited_at: Option<Instant>,
+    /// Its waits at its quota (see `Engine::release_waiters`).
+    pub waits: tierd_core::waits::Waits,
     /// Regions, by (pid, start), whose tier pages are known to lie in runs since its
     /// last rest began (checked or laid out by tierd; see `mover::relayout`). Cleared
     /// when a rest begins (pages rewritten while it ran may be scattered again), not
@@ -171,7 +171,7 @@ impl Tenant {
             predicted: None,
             shortfall: Default::default(),
             short_secs: None,
-            waited_at: None,
+            waits: Default::default(),
             laid_out: Default::default(),
             relayout_tally: (0, 0),
             guest: None,

@@ -316,3 +316,29 @@ fn demote_and_prefetch_move_a_tenants_memory() {
     wait_for("the workload to verify and exit", Duration::from_secs(60), || d.tenant("w")["state"] == "exited");
     assert_eq!(d.tenant("w")["exit_code"], 0, "{}", d.tenant_stdout("w"));
 }
+
+/// A tenant that outgrows DRAM and the tier together waits at its limit (the OOM killer
+/// is off in tierd's groups); that wait is bounded: health names it red, and after the
+/// grace the kernel's OOM killer acts on it alone, not on a neighbour.
+#[test]
+fn a_tenant_that_outgrows_dram_and_the_tier_is_named_red_and_then_oom_killed() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--ratio", "1", "--interval", "1s", "--oom-grace", "10s"]);
+    let work = ["--size", "700M", "--hot", "64M", "--phase", "active:120s"];
+    d.run_workload("big", &["--size", "200M"], &work);
+    wait_for("health to name the waiting tenant", Duration::from_secs(90), || {
+        let out = d.try_ctl(&["health"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.contains("red    waiting at their memory limit") && text.contains("big (")
+    });
+    let t = d.tenant("big");
+    assert!(t["waiting_at_limit_secs"].as_f64().unwrap() >= 5.0, "{t:#}");
+    wait_for("the OOM killer to end the wait", Duration::from_secs(60), || d.tenant("big")["state"] == "exited");
+    assert_eq!(d.tenant("big")["exit_code"], 137, "killed by SIGKILL: {:#}", d.tenant("big"));
+    let events = d.ctl(&["events"]);
+    assert!(events.contains("the kernel's OOM killer may now act"), "{events}");
+    let health = String::from_utf8_lossy(&d.try_ctl(&["health"]).stdout).to_string();
+    assert!(!health.contains("waiting at their memory limit"), "nobody waits once it is gone: {health}");
+    assert!(d.stop().success(), "{}", d.log());
+    assert!(d.owned_swaps().is_empty(), "the tier is swapped off on shutdown");
+}

@@ -93,6 +93,11 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn release_waiters(&self, _rel: &str) -> Result<(), CgroupError> {
         Ok(())
     }
+    /// Lets the kernel's OOM killer act in the cgroup (`true`) or keeps it off, so a
+    /// task at the limit waits instead (v1, see [`V1`]); v2's `memory.high` never kills.
+    fn set_oom_killer(&self, _rel: &str, _on: bool) -> Result<(), CgroupError> {
+        Ok(())
+    }
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError>;
     fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError>;
     /// tierd's own cgroup as `/proc/PID/cgroup` names it (the path `base` stands for).
@@ -206,7 +211,7 @@ pub fn detect(fs_root: &Path, proc: &ProcFs) -> Result<Box<dyn MemoryController>
         if fstype == "cgroup" && opts.split(',').any(|o| o == "memory") {
             let mount_dir = fs_root.join(mount.trim_start_matches('/'));
             let base = mount_dir.join(own.trim_start_matches('/'));
-            return Ok(Box::new(V1::new(base, own)));
+            return Ok(Box::new(V1::new(base, own, proc.root().to_path_buf())));
         }
         if fstype == "cgroup2" && v2_mount.is_none() {
             v2_mount = Some(fs_root.join(mount.trim_start_matches('/')));

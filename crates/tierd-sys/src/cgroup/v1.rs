@@ -16,7 +16,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir};
+use super::{
+    CgroupError, MemoryController, MemoryStats, Version, inside, list_children, make_dir, read_procs, remove_dir,
+};
 use crate::{read_text, read_u64, write_text};
 
 /// v1 reports "unlimited" as the largest page-aligned `i64`.
@@ -27,11 +29,25 @@ pub struct V1 {
     base: PathBuf,
     /// `base` as a path inside the hierarchy (`/process_api/abc`).
     own: String,
+    /// Where `/proc` is, to tell which tasks sleep in the OOM wait.
+    proc_root: PathBuf,
 }
 
+/// The kernel function a v1 task sleeps in while it waits at a limit with the OOM killer off.
+const OOM_WAIT: &str = "mem_cgroup_oom_synchronize";
+
 impl V1 {
-    pub fn new(base: PathBuf, own: String) -> Self {
-        V1 { base, own }
+    pub fn new(base: PathBuf, own: String, proc_root: PathBuf) -> Self {
+        V1 { base, own, proc_root }
+    }
+
+    /// Whether a task of `dir` or a cgroup below it sleeps in the OOM wait. `under_oom`
+    /// alone marks a whole subtree when its parent is at its limit, an idle neighbour too.
+    fn task_waits(&self, dir: &Path) -> bool {
+        let tasks = read_procs(&dir.join("tasks")).unwrap_or_default();
+        let wchan = |tid: u32| read_text(&self.proc_root.join(format!("{tid}/wchan"))).unwrap_or_default();
+        tasks.into_iter().any(|tid| wchan(tid).trim() == OOM_WAIT)
+            || list_children(dir).unwrap_or_default().iter().any(|c| self.task_waits(&dir.join(c)))
     }
 
     fn usage(&self, dir: &Path) -> Result<u64, CgroupError> {
@@ -128,8 +144,9 @@ impl MemoryController for V1 {
     }
 
     fn waiting_at_limit(&self, rel: &str) -> Result<bool, CgroupError> {
-        let text = read_text(&inside(&self.base, rel)?.join("memory.oom_control"))?;
-        Ok(stat_map(&text).get("under_oom").is_some_and(|&v| v > 0))
+        let dir = inside(&self.base, rel)?;
+        let text = read_text(&dir.join("memory.oom_control"))?;
+        Ok(stat_map(&text).get("under_oom").is_some_and(|&v| v > 0) && self.task_waits(&dir))
     }
 
     fn release_waiters(&self, rel: &str) -> Result<(), CgroupError> {
@@ -140,6 +157,12 @@ impl MemoryController for V1 {
             Some(l) => self.write_limit(&dir, Some(l + 4096)),
             None => Ok(()),
         }
+    }
+
+    fn set_oom_killer(&self, rel: &str, on: bool) -> Result<(), CgroupError> {
+        // Turning it on wakes the waiters: their charge fails again and the kernel kills.
+        write_text(&inside(&self.base, rel)?.join("memory.oom_control"), if on { "0" } else { "1" })?;
+        Ok(())
     }
 
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError> {
@@ -181,7 +204,10 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         ];
         populate(&base.join("tierd/db"), &files);
         populate(&base.join("tierd"), &files);
-        (t, V1::new(base, "/me".into()))
+        let proc_root = t.path().join("proc");
+        populate(&proc_root.join("10"), &[("wchan", "do_epoll_wait")]);
+        populate(&proc_root.join("11"), &[("wchan", "mem_cgroup_oom_synchronize")]);
+        (t, V1::new(base, "/me".into(), proc_root))
     }
 
     #[test]
@@ -227,10 +253,20 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         std::fs::write(&oom, "oom_kill_disable 1\nunder_oom 0\noom_kill 0\n").unwrap();
         assert!(!c.waiting_at_limit("tierd/db").unwrap());
         std::fs::write(&oom, "oom_kill_disable 1\nunder_oom 1\noom_kill 0\n").unwrap();
-        assert!(c.waiting_at_limit("tierd/db").unwrap());
+        let tasks = c.base().join("tierd/db/tasks");
+        std::fs::write(&tasks, "10\n").unwrap();
+        assert!(!c.waiting_at_limit("tierd/db").unwrap(), "under_oom set by a parent's limit, nobody waits here");
+        std::fs::write(&tasks, "10\n11\n").unwrap();
+        assert!(c.waiting_at_limit("tierd/db").unwrap(), "task 11 sleeps in the OOM wait");
+        std::fs::write(c.base().join("tierd/memory.oom_control"), "oom_kill_disable 1\nunder_oom 1\n").unwrap();
+        assert!(c.waiting_at_limit("tierd").unwrap(), "a group waits when a task below it does");
         c.set_limit("tierd/db", Some(256 << 20)).unwrap();
         c.release_waiters("tierd/db").unwrap();
         assert_eq!(c.stats("tierd/db").unwrap().limit, Some((256 << 20) + 4096), "raised by a page");
+        c.set_oom_killer("tierd/db", true).unwrap();
+        assert_eq!(std::fs::read_to_string(&oom).unwrap(), "0", "after the grace, the OOM killer may act");
+        c.set_oom_killer("tierd/db", false).unwrap();
+        assert_eq!(std::fs::read_to_string(&oom).unwrap(), "1");
     }
 
     #[test]

@@ -52,6 +52,10 @@ struct Args {
     /// Control-loop interval, e.g. 10s.
     #[arg(long)]
     interval: Option<String>,
+    /// How long a tenant may wait at its memory limit with no progress before the OOM
+    /// killer may act on it (default 30s).
+    #[arg(long)]
+    oom_grace: Option<String>,
     /// Activeness window: "hot" means touched within it (default 60s).
     #[arg(long)]
     window: Option<String>,
@@ -121,6 +125,7 @@ fn run() -> anyhow::Result<()> {
         });
     }
     raw.interval = args.interval.or(raw.interval);
+    raw.oom_grace = args.oom_grace.or(raw.oom_grace);
     raw.state_dir = args.state_dir.or(raw.state_dir);
     raw.socket = args.socket.or(raw.socket);
     raw.cgroup_name = args.cgroup_name.or(raw.cgroup_name);

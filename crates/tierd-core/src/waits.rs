@@ -1,0 +1,117 @@
+//! A tenant's waits at its memory limit, and when waiting must end.
+//!
+//! On cgroup v1 tierd turns the OOM killer off in its groups: a quota is a placement,
+//! not worth a process, so a task whose reclaim at the limit makes no progress waits and
+//! tierd wakes it to try again. That must never become an endless wait: when the tenant
+//! grew beyond what DRAM and the tier hold, no retry helps. After a grace of continuous
+//! waiting with the tier full, the kernel's OOM killer may act on the tenant (the one that
+//! outgrew, not a neighbour); while it waits health says so by name. With room on the
+//! tier a wait is reclaim behind a slow tier, and a quota is never worth a process: it is
+//! woken and named, never killed.
+
+use serde::{Deserialize, Serialize};
+
+/// Seconds of continuous waiting after which health turns red: a short wait is the
+/// kernel's reclaim catching up with a slow tier, one this long is not.
+pub const RED_AFTER_SECS: f64 = 5.0;
+
+/// What to do after a look at whether the tenant waits at its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Not waiting, nothing to undo.
+    Nothing,
+    /// Waiting within the grace: wake it to try again (`log`: say so, once an interval).
+    Wake { log: bool },
+    /// Waited through the grace: let the OOM killer act on it.
+    GiveUp,
+    /// No longer waiting after the OOM killer was let act: turn it off again, so a
+    /// later quota never kills.
+    Recovered,
+}
+
+/// The wait state of one tenant, in seconds on a monotonic clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Waits {
+    /// When the current continuous wait began.
+    pub since: Option<f64>,
+    /// When a wait was last logged.
+    logged: Option<f64>,
+    /// The OOM killer was let act on the tenant.
+    pub gave_up: bool,
+}
+
+impl Waits {
+    /// One look at `now`: whether a task of the tenant waits at its limit, and whether
+    /// the tier is full (see [`tier_full`]).
+    pub fn observe(&mut self, now: f64, waiting: bool, tier_full: bool, grace_secs: f64, log_every_secs: f64) -> Step {
+        if !waiting {
+            self.since = None;
+            return if std::mem::take(&mut self.gave_up) { Step::Recovered } else { Step::Nothing };
+        }
+        let since = *self.since.get_or_insert(now);
+        if self.gave_up {
+            return Step::Wake { log: false };
+        }
+        if tier_full && now - since >= grace_secs {
+            self.gave_up = true;
+            return Step::GiveUp;
+        }
+        let log = self.logged.is_none_or(|at| now - at >= log_every_secs);
+        if log {
+            self.logged = Some(now);
+        }
+        Step::Wake { log }
+    }
+
+    /// Seconds of the current continuous wait.
+    pub fn waiting_secs(&self, now: f64) -> Option<f64> {
+        self.since.map(|s| (now - s).max(0.0))
+    }
+}
+
+/// Whether the tier can take no more: less than 1% of it, or 16 MiB, is free.
+pub fn tier_full(size: u64, used: u64) -> bool {
+    size.saturating_sub(used) < (size / 100).max(16 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_is_woken_logged_once_an_interval_and_given_up_after_the_grace() {
+        let mut w = Waits::default();
+        assert_eq!(w.observe(0.0, false, true, 30.0, 10.0), Step::Nothing);
+        assert_eq!(w.observe(1.0, true, true, 30.0, 10.0), Step::Wake { log: true });
+        assert_eq!(w.observe(1.5, true, true, 30.0, 10.0), Step::Wake { log: false });
+        assert_eq!(w.observe(11.0, true, true, 30.0, 10.0), Step::Wake { log: true }, "an interval later");
+        assert_eq!(w.waiting_secs(11.0), Some(10.0));
+        assert_eq!(w.observe(31.0, true, true, 30.0, 10.0), Step::GiveUp, "30 s of continuous waiting");
+        assert_eq!(w.observe(31.5, true, true, 30.0, 10.0), Step::Wake { log: false }, "given up once");
+        assert_eq!(w.observe(32.0, false, true, 30.0, 10.0), Step::Recovered);
+        assert_eq!(w.observe(33.0, false, true, 30.0, 10.0), Step::Nothing);
+        assert_eq!(w.waiting_secs(33.0), None);
+    }
+
+    #[test]
+    fn a_wait_that_ends_starts_the_grace_over() {
+        let mut w = Waits::default();
+        w.observe(0.0, true, true, 30.0, 10.0);
+        w.observe(25.0, true, true, 30.0, 10.0);
+        w.observe(26.0, false, true, 30.0, 10.0);
+        assert_eq!(w.observe(27.0, true, true, 30.0, 10.0), Step::Wake { log: false }, "logged 2 s before");
+        assert_eq!(w.observe(50.0, true, true, 30.0, 10.0), Step::Wake { log: true });
+        assert_eq!(w.observe(57.0, true, true, 30.0, 10.0), Step::GiveUp, "30 s after the second wait began");
+    }
+
+    #[test]
+    fn with_room_on_the_tier_a_wait_is_woken_and_never_given_up() {
+        let mut w = Waits::default();
+        w.observe(0.0, true, false, 30.0, 10.0);
+        assert_eq!(w.observe(300.0, true, false, 30.0, 10.0), Step::Wake { log: true });
+        assert_eq!(w.waiting_secs(300.0), Some(300.0), "still named in health");
+        assert_eq!(w.observe(301.0, true, true, 30.0, 10.0), Step::GiveUp, "the tier filled up");
+        assert!(tier_full(256 << 20, (256 << 20) - (8 << 20)));
+        assert!(!tier_full(4 << 30, 3 << 30));
+    }
+}
