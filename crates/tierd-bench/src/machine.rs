@@ -15,6 +15,10 @@ pub struct RunInfo {
     /// The source the binaries were built from (`git describe`, when run in the repository).
     #[serde(default)]
     pub commit: String,
+    /// The `tierd` policy's generation ([`tierd_core::policy::GENERATION`]); empty in
+    /// runs of the rule-based policy, from before it was recorded.
+    #[serde(default)]
+    pub policy: String,
 }
 
 impl RunInfo {
@@ -38,6 +42,7 @@ impl RunInfo {
             commit: Some(env!("TIERD_BUILD_COMMIT"))
                 .filter(|c| !c.is_empty())
                 .map_or_else(|| sh("git describe --always --dirty 2>/dev/null"), str::to_string),
+            policy: tierd_core::policy::GENERATION.to_string(),
         }
     }
 

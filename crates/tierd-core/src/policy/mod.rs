@@ -27,6 +27,11 @@ use crate::snapshot::Snapshot;
 /// Smallest quota tierd gives a working tenant, so a tenant is never starved outright.
 pub const MIN_QUOTA: u64 = 32 << 20;
 
+/// Which generation of the `tierd` policy this is, recorded with every benchmark run: a
+/// real result of another generation says nothing about this one's model or code.
+/// Runs from before the field existed are the rule-based policy (docs/decisions/001).
+pub const GENERATION: &str = "v2 (one objective)";
+
 /// Plans one interval with the given policy.
 pub fn plan(kind: PolicyKind, snap: &Snapshot, knobs: &Knobs) -> Plan {
     match kind {
