@@ -32,12 +32,18 @@ pub struct ModeCompare {
     pub sim_min: f64,
     pub sim_max: f64,
     pub within: bool,
+    /// A `tierd` pair whose real run had another policy generation: shown, not scored.
+    #[serde(default)]
+    pub other_policy: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PointCompare {
     pub point: String,
     pub calibration: bool,
+    /// The policy generation the real point was measured with ("" for the rule-based one).
+    #[serde(default)]
+    pub real_policy: String,
     /// The commit the real point was measured at.
     pub real_commit: String,
     pub modes: Vec<ModeCompare>,
@@ -67,13 +73,15 @@ pub fn compare(real: &Results, sim: &Results) -> Validation {
     let mut points = Vec::new();
     for rp in &real.results {
         let Some(sp) = sim.results.iter().find(|p| p.name == rp.name) else { continue };
-        points.push(compare_point(rp, sp));
+        points.push(compare_point(rp, sp, &real.run.policy, &sim.run.policy));
     }
     let scored: Vec<&PointCompare> = points.iter().filter(|p| !p.calibration).collect();
-    let ordered: Vec<&&PointCompare> = scored.iter().filter(|p| p.real_order.is_some()).collect();
+    // The order of tierd and swap says something only where real tierd ran this policy.
+    let ordered: Vec<&&PointCompare> =
+        scored.iter().filter(|p| p.real_order.is_some() && p.real_policy == sim.run.policy).collect();
     let agree = ordered.iter().filter(|p| p.sim_order == p.real_order).count();
     let pairs: Vec<&ModeCompare> =
-        scored.iter().flat_map(|p| p.modes.iter()).filter(|m| m.mode != Mode::Dram).collect();
+        scored.iter().flat_map(|p| p.modes.iter()).filter(|m| m.mode != Mode::Dram && !m.other_policy).collect();
     let within = pairs.iter().filter(|m| m.within).count();
     let share = |n: usize, of: usize| (of > 0).then(|| n as f64 / of as f64);
     Validation {
@@ -88,7 +96,8 @@ pub fn compare(real: &Results, sim: &Results) -> Validation {
     }
 }
 
-fn compare_point(rp: &PointResult, sp: &PointResult) -> PointCompare {
+fn compare_point(rp: &PointResult, sp: &PointResult, run_policy: &str, sim_policy: &str) -> PointCompare {
+    let real_policy = rp.taken.as_ref().map_or(run_policy, |t| &t.policy).to_string();
     let modes: Vec<ModeCompare> = rp
         .modes
         .iter()
@@ -104,6 +113,7 @@ fn compare_point(rp: &PointResult, sp: &PointResult) -> PointCompare {
                 sim_min: sm.relative_spread.min,
                 sim_max: sm.relative_spread.max,
                 within: (sm.relative_throughput - rm.relative_throughput).abs() <= TOLERANCE.max(range),
+                other_policy: rm.mode == Mode::Tierd && real_policy != sim_policy,
             })
         })
         .collect();
@@ -120,6 +130,7 @@ fn compare_point(rp: &PointResult, sp: &PointResult) -> PointCompare {
     PointCompare {
         point: rp.name.clone(),
         calibration: CALIBRATION.contains(&rp.name.as_str()),
+        real_policy,
         real_commit: rp.taken.as_ref().map_or(String::new(), |t| t.commit.clone()),
         modes,
         real_order,
@@ -175,7 +186,8 @@ pub fn markdown(v: &Validation) -> String {
         "`tierd-bench sim --validate` at {}: every point of `bench/results/suite/results.json` simulated over {} \
          seeds ({:.0} s here), relative throughput against `dram` at the same point. Calibration points ({}) are \
          shown but not scored. A pair is within tolerance when the simulated median is within max({TOLERANCE}, the \
-         real range) of the real median.\n\n",
+         real range) of the real median. A `tierd` pair whose real run had another policy than the simulated one \
+         (the rule-based policy, before policy v2) is shown but not scored.\n\n",
         v.sim_commit,
         v.seeds,
         v.sim_wall_secs,
@@ -207,7 +219,11 @@ pub fn markdown(v: &Validation) -> String {
                 m.sim,
                 m.sim_min,
                 m.sim_max,
-                if m.within { "yes" } else { "**no**" },
+                match (m.other_policy, m.within) {
+                    (true, _) => "other policy",
+                    (false, true) => "yes",
+                    (false, false) => "**no**",
+                },
                 p.real_commit
             );
         }
@@ -263,5 +279,20 @@ mod tests {
         assert_eq!(v.within_tolerance, Some(0.75), "a/x swap 0.05 off is within; a/x tierd is not");
         assert!(v.points[2].calibration);
         assert!(markdown(&v).contains("| a/x | tierd | 0.060 (0.04–0.09) | 0.300 (0.20–0.40) | **no** |"));
+    }
+
+    #[test]
+    fn real_tierd_runs_of_another_policy_are_shown_but_not_scored() {
+        let mut old = point("a/x", vec![mode(Mode::Swap, 0.30, 0.29, 0.32), mode(Mode::Tierd, 0.06, 0.04, 0.09)]);
+        let mut taken = crate::machine::RunInfo::collect();
+        taken.policy = String::new();
+        old.taken = Some(taken);
+        let real = results(vec![old]);
+        let sim =
+            results(vec![point("a/x", vec![mode(Mode::Swap, 0.31, 0.3, 0.3), mode(Mode::Tierd, 0.70, 0.6, 0.8)])]);
+        let v = compare(&real, &sim);
+        assert_eq!((v.compared_pairs, v.within_tolerance), (1, Some(1.0)), "swap alone is scored");
+        assert_eq!(v.ordered_points, 0, "the real order was the rule-based policy's");
+        assert!(markdown(&v).contains("| other policy |"));
     }
 }
