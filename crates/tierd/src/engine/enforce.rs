@@ -1,0 +1,372 @@
+//! Carrying a plan out: quotas through the memory controller, page moves through the movers.
+
+use super::*;
+
+impl Engine {
+    /// Carries out a plan: the group limit, then quotas (lowered ones first, so the
+    /// group never needs more than it has), then page moves.
+    pub(super) fn enforce(&mut self, plan: &Plan) {
+        if plan.group_limit != self.group_limit {
+            match self.cg.set_limit(&self.group_rel(), plan.group_limit) {
+                Ok(()) => self.group_limit = plan.group_limit,
+                Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
+            }
+        }
+        let kinds: Vec<String> = plan.notes.iter().map(|n| n.split(':').next().unwrap_or("").to_string()).collect();
+        if kinds != self.note_kinds {
+            for note in &plan.notes {
+                self.events.decision(None, note.clone());
+            }
+            self.note_kinds = kinds;
+        }
+        self.notes = plan.notes.clone();
+        let now = now_secs();
+        let mut order: Vec<&TenantPlan> = plan.tenants.iter().collect();
+        order.sort_by_key(|p| {
+            p.quota.unwrap_or(u64::MAX) as i128
+                - self.tenants.get(&p.name).and_then(|t| t.quota).unwrap_or(u64::MAX) as i128
+        });
+        let woken: Vec<&TenantPlan> = plan.tenants.iter().filter(|tp| tp.woke).collect();
+        if woken.is_empty() {
+            for tp in order {
+                self.apply(tp, now, "", None);
+            }
+            return;
+        }
+        // A tenant waking up goes first, with as much of its prefetch as the DRAM no
+        // tenant holds takes. Its quota may take the group's limits past the budget
+        // meanwhile; the group limit still holds.
+        let group = self.group_rel();
+        let group_limit = plan.group_limit.unwrap_or(self.cfg.dram_budget);
+        let held: u64 = self.tenants.values().filter(|t| t.is_running()).map(|t| t.measure.dram).sum();
+        let mut free = group_limit.saturating_sub(held);
+        for tp in &woken {
+            let mut head = TenantPlan::quota_only(tp.name.clone(), tp.quota, tp.reason.clone());
+            head.woke = true;
+            head.prefetch = take_within(&tp.prefetch, &mut free);
+            self.apply(&head, now, "ahead of its neighbours' cuts", None);
+        }
+        // Then the neighbours' cuts: their demotions now, their limits written on a
+        // thread of their own while the woken tenants' prefetch goes on as the cuts free
+        // DRAM under the group limit (a v1 limit write waits until the kernel has
+        // reclaimed down to it; see docs/decisions/001, "Movers" and the wake-up notes).
+        let cuts: Vec<&TenantPlan> =
+            order.iter().copied().filter(|tp| !tp.woke && self.falling(tp).is_some_and(|f| f)).collect();
+        let mut early = Vec::new();
+        for tp in &cuts {
+            early.push(self.moves(tp));
+        }
+        let jobs: Vec<(String, Option<u64>)> = cuts.iter().map(|tp| (self.tenant_rel(&tp.name), tp.quota)).collect();
+        let cg = Arc::clone(&self.cg);
+        let deadline = Instant::now() + self.cfg.interval;
+        let limits = std::thread::scope(|s| {
+            let writes = s.spawn(move || {
+                jobs.iter().map(|(rel, quota)| mover::timed(|| cg.set_limit(rel, *quota))).collect::<Vec<_>>()
+            });
+            let mut left: Vec<(TenantName, Vec<Range>, u64)> =
+                woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
+            while !writes.is_finished() && Instant::now() < deadline && left.iter().any(|l| !l.1.is_empty()) {
+                let usage = self.cg.stats(&group).map_or(group_limit, |st| st.usage);
+                let mut room = group_limit.saturating_sub(usage);
+                for (name, ranges, bytes) in &mut left {
+                    let now_ranges = take_within(ranges, &mut room);
+                    if now_ranges.is_empty() {
+                        continue;
+                    }
+                    ranges.retain(|r| !now_ranges.contains(r));
+                    let mut piece = TenantPlan::quota_only(name.clone(), None, String::new());
+                    piece.prefetch = now_ranges;
+                    *bytes += self.carry_out_moves(&piece).1;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            for (name, _, bytes) in left.into_iter().filter(|l| l.2 > 0) {
+                let msg = format!("prefetched {} as its neighbours' cuts freed DRAM", human(bytes));
+                if let Some(t) = self.tenants.get_mut(&name) {
+                    t.decide(now, msg.clone());
+                }
+                self.events.decision(Some(name.as_str()), msg);
+            }
+            writes.join().unwrap_or_default()
+        });
+        for ((tp, early), limit) in cuts.iter().zip(early).zip(limits) {
+            self.apply(tp, now, "", Some(Cut { early, limit }));
+        }
+        // The rest; for the woken, what is left of their prefetch.
+        for tp in order {
+            if cuts.iter().any(|c| c.name == tp.name) {
+                continue;
+            }
+            let mut rest = tp.clone();
+            rest.woke = false;
+            self.apply(if tp.woke { &rest } else { tp }, now, "", None);
+        }
+    }
+
+    /// Whether the plan lowers the tenant's quota (`None`: no such running tenant).
+    pub(super) fn falling(&self, tp: &TenantPlan) -> Option<bool> {
+        let t = self.tenants.get(&tp.name).filter(|t| t.is_running())?;
+        Some(quota_change(t.quota, tp.quota).1)
+    }
+
+    /// Carries out one tenant's plan: its quota (a falling one after its demotions, so
+    /// the regions the plan chose reach the tier whole before the kernel reclaims
+    /// page by page at the cut), then its page moves; logs what it did, with `note`.
+    /// A `cut` carried out already (demotions, then the limit written elsewhere) is
+    /// only recorded.
+    pub(super) fn apply(&mut self, tp: &TenantPlan, now: f64, note: &str, cut: Option<Cut>) {
+        let rel = self.tenant_rel(&tp.name);
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return };
+        if !t.is_running() {
+            return;
+        }
+        // A falling quota's demotions go first, so the regions the plan chose
+        // reach the tier whole before the kernel reclaims page by page at the cut.
+        let (changed, falling) = quota_change(t.quota, tp.quota);
+        let mut told = false;
+        let (early, limit) = match cut {
+            Some(c) => (Some(c.early), Some(c.limit)),
+            None => (falling.then(|| self.moves(tp)), None),
+        };
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return };
+        if changed {
+            let (set, secs) = limit.unwrap_or_else(|| mover::timed(|| self.cg.set_limit(&rel, tp.quota)));
+            warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
+                format!("setting quota {}", show_quota(tp.quota))
+            });
+            match set {
+                Ok(()) => {
+                    // Estimates wobble: every change is applied, but only a change of
+                    // 5% or more is worth a line in the decision log.
+                    let notable = match (t.quota, tp.quota) {
+                        (Some(a), Some(b)) => a.abs_diff(b) as f64 >= 0.05 * a.max(b) as f64,
+                        _ => true,
+                    };
+                    let msg = format!("quota {} → {}: {}", show_quota(t.quota), show_quota(tp.quota), tp.reason);
+                    t.quota = tp.quota;
+                    t.reason = tp.reason.clone();
+                    if notable {
+                        t.decide(now, msg.clone());
+                        self.events.decision(Some(tp.name.as_str()), msg);
+                        told = true;
+                    }
+                }
+                // A cut the kernel could not reclaim all the way down to (v1): it
+                // freed what it could. Hold the tenant there so it does not grow
+                // back; the next pass cuts again. (Logged as a warning, this came
+                // at nearly every login-storm tenant's rest.)
+                Err(e) if falling && e.is_busy() => {
+                    let partway = self
+                        .cg
+                        .stats(&rel)
+                        .ok()
+                        .map(|s| (s.usage + QUOTA_SLACK).next_multiple_of(4096))
+                        .filter(|&p| t.quota.is_none_or(|q| p + QUOTA_SLACK < q));
+                    match partway.map(|p| (p, self.cg.set_limit(&rel, Some(p)))) {
+                        Some((p, Ok(()))) => {
+                            let msg = format!(
+                                "quota {} → {} on its way to {}, as far as the kernel could reclaim for now: {}",
+                                show_quota(t.quota),
+                                human(p),
+                                show_quota(tp.quota),
+                                tp.reason
+                            );
+                            t.quota = Some(p);
+                            t.reason = tp.reason.clone();
+                            t.decide(now, msg.clone());
+                            self.events.decision(Some(tp.name.as_str()), msg);
+                        }
+                        _ => self.events.info(
+                            Some(tp.name.as_str()),
+                            format!(
+                                "quota cut to {} waits: the kernel could not reclaim yet ({e})",
+                                show_quota(tp.quota)
+                            ),
+                        ),
+                    }
+                }
+                Err(e) => {
+                    t.count_error("cgroup limit");
+                    self.events.warn(Some(tp.name.as_str()), format!("cannot set quota {}: {e}", show_quota(tp.quota)));
+                }
+            }
+        } else {
+            t.reason = tp.reason.clone();
+        }
+        let (demoted, prefetched, collapsed) = match early {
+            Some(m) => m,
+            None => self.moves(tp),
+        };
+        let t = self.tenants.get_mut(&tp.name).expect("checked above");
+        let mut did = Vec::new();
+        if prefetched > 0 {
+            let note = if note.is_empty() { String::new() } else { format!(" {note}") };
+            did.push(format!("prefetched {}{note}", human(prefetched)));
+        }
+        if demoted > 0 {
+            did.push(format!("demoted {} in {} cold regions", human(demoted), tp.demote.len()));
+        }
+        if collapsed > 0 {
+            did.push(format!("rebuilt {} regions as huge pages", collapsed));
+        }
+        // A woken tenant's reason says it woke ("woke up: tier faults …"): logged on its
+        // own when neither its quota line nor its moves carried it.
+        let msg = match did.is_empty() {
+            false => Some(format!("{}: {}", did.join(", "), tp.reason)),
+            true => (tp.woke && !told).then(|| tp.reason.clone()),
+        };
+        if let Some(msg) = msg {
+            t.decide(now, msg.clone());
+            self.events.decision(Some(tp.name.as_str()), msg);
+        }
+    }
+
+    /// [`Self::carry_out_moves`], with a warning when it holds up the control loop.
+    pub(super) fn moves(&mut self, tp: &TenantPlan) -> (u64, u64, usize) {
+        let (moved, secs) = mover::timed(|| self.carry_out_moves(tp));
+        warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
+            format!(
+                "page moves ({} demote, {} prefetch, {} collapse ranges)",
+                tp.demote.len(),
+                tp.prefetch.len(),
+                tp.collapse.len()
+            )
+        });
+        moved
+    }
+
+    /// Carries out a tenant plan's page moves; returns bytes demoted, bytes prefetched
+    /// and regions collapsed.
+    pub(super) fn carry_out_moves(&mut self, tp: &TenantPlan) -> (u64, u64, usize) {
+        let rel = self.tenant_rel(&tp.name);
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return (0, 0, 0) };
+        let (mut demoted, mut prefetched, mut collapsed) = (0, 0, 0);
+        let mut failed: Vec<(&str, tierd_sys::madvise::AdviseResult)> = Vec::new();
+        let now = now_secs();
+        // Once per interval: prefetched pages are mapped as the tenant's, so a region
+        // still on the tier an interval later was evicted again and is asked for again.
+        let interval = self.cfg.interval.as_secs_f64();
+        t.prefetched.retain(|_, at| now - *at < interval * 0.9);
+        // A prefetch may hold the loop for one interval at most; what it did not get to
+        // is asked for again at the next.
+        let until = Instant::now() + self.cfg.interval;
+        let relayout_until = self.relayout_until;
+        let fresh: Vec<Range> =
+            tp.prefetch.iter().filter(|r| !t.prefetched.contains_key(&(r.pid, r.start))).copied().collect();
+        for r in &fresh {
+            t.prefetched.insert((r.pid, r.start), now);
+        }
+        let mut relaid = mover::Relaid::default();
+        for p in &t.procs {
+            let mine = |ranges: &[Range]| -> Vec<(u64, u64)> {
+                ranges.iter().filter(|r| r.pid == p.pid()).map(|r| (r.start, r.len)).collect()
+            };
+            let ranges = mine(&tp.relayout);
+            let mut paged = Vec::new();
+            if !ranges.is_empty() && !t.relayout_refused() {
+                let mut done = Vec::new();
+                let r = mover::relayout(&self.proc, p, &ranges, relayout_until, &mut done, &mut paged);
+                t.laid_out.extend(done.iter().map(|&(start, _)| (p.pid(), start)));
+                relaid.add(&r);
+                failed.push(("relayout (process_madvise)", r.advise));
+            }
+            // What relayout did not page out (it was in runs already, or its time ran
+            // out) goes to the tier the ordinary way.
+            let ranges: Vec<(u64, u64)> = mine(&tp.demote).into_iter().filter(|r| !paged.contains(r)).collect();
+            if !ranges.is_empty() {
+                let m = mover::demote_ranges(p, &ranges);
+                demoted += m.advise.bytes;
+                failed.push(("process_madvise MADV_PAGEOUT", m.advise));
+            }
+            let ranges = mine(&fresh);
+            if !ranges.is_empty() {
+                let m = mover::prefetch_ranges(&self.proc, p, &ranges, Some(until));
+                prefetched += m.bytes;
+                failed.push(("process_madvise MADV_WILLNEED", m.advise));
+            }
+            let ranges = mine(&tp.collapse);
+            if !ranges.is_empty() {
+                let r = p.advise(tierd_sys::madvise::Advice::Collapse, &ranges);
+                collapsed += (r.bytes / mover::HUGE) as usize;
+                failed.push(("process_madvise MADV_COLLAPSE", r));
+            }
+        }
+        for (op, r) in failed {
+            t.count_advise(op, &r);
+        }
+        if let Some(tr) = t.tracker.as_mut() {
+            tr.prefetched(&fresh);
+            tr.prefetched(&tp.relayout);
+        }
+        let was_refused = t.relayout_refused();
+        t.relayout_tally.0 += relaid.relaid;
+        t.relayout_tally.1 += relaid.refused;
+        if t.relayout_refused() && !was_refused {
+            let msg = "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory \
+                       (it opted out of huge pages, or they are off), so its wake-ups read the tier at random-read \
+                       speed";
+            t.decide(now, msg.to_string());
+            self.events.warn(Some(tp.name.as_str()), msg.to_string());
+        }
+        if relaid.split > 0 && !self.tier_room_warned {
+            self.tier_room_warned = true;
+            self.events.warn(
+                Some(tp.name.as_str()),
+                format!(
+                    "the tier has no free 2 MiB clusters of slots left: {} huge pages were split on the way out and \
+                     their pages scattered again, so relayout stops until room frees up; a larger tier (--tier-size) \
+                     keeps wake-ups sequential",
+                    relaid.split
+                ),
+            );
+        }
+        if relaid.relaid > 0 {
+            let msg = format!(
+                "laid out {} regions of its working set in runs on the tier (they lay in {} runs; {} read back to do \
+                 so); {} already were",
+                relaid.relaid,
+                relaid.runs_before,
+                human(relaid.read_bytes),
+                relaid.in_runs
+            );
+            t.decide(now, msg.clone());
+            self.events.decision(Some(tp.name.as_str()), msg);
+        }
+        // Demoted pages now wait in the swap cache, written and clean: the kernel drops
+        // them first and without I/O whenever this tenant's DRAM is wanted. Squeezing
+        // them out now (as `tierctl demote` does) would also evict the tracker's
+        // sampled hot pages, turning their refaults into tier reads.
+        let _ = rel;
+        (demoted, prefetched, collapsed)
+    }
+}
+
+/// A quota cut carried out ahead of its bookkeeping: the bytes its demotions moved
+/// (demoted, prefetched, collapsed) and how writing its limit went, in seconds.
+pub(super) struct Cut {
+    early: (u64, u64, usize),
+    limit: (Result<(), tierd_sys::cgroup::CgroupError>, f64),
+}
+
+/// Whether a quota moving from `now` to `planned` is a change worth writing, and
+/// whether it falls.
+pub(super) fn quota_change(now: Option<u64>, planned: Option<u64>) -> (bool, bool) {
+    let changed = match (now, planned) {
+        (Some(a), Some(b)) => a.abs_diff(b) > QUOTA_SLACK,
+        (a, b) => a != b,
+    };
+    (changed, changed && planned.is_some_and(|b| now.is_none_or(|a| b < a)))
+}
+
+/// The leading `ranges` that fit in `room` bytes, taken off it.
+pub(super) fn take_within(ranges: &[Range], room: &mut u64) -> Vec<Range> {
+    let mut out = Vec::new();
+    for r in ranges {
+        if r.len > *room {
+            break;
+        }
+        *room -= r.len;
+        out.push(*r);
+    }
+    out
+}

@@ -1,0 +1,205 @@
+//! Starting (state directory, cgroup subtree, tier, re-adoption), saving state, and the
+//! clean stop.
+
+use super::*;
+
+impl Engine {
+    /// Starts tierd: state directory, cgroup subtree, tier, and re-adoption of the
+    /// tenants an earlier run left behind.
+    pub fn start(cfg: Config, echo: bool) -> anyhow::Result<Engine> {
+        let proc = ProcFs::new("/proc");
+        let sys = PathBuf::from("/sys");
+        create_private_dir(&cfg.state_dir)?;
+        create_private_dir(&cfg.state_dir.join("tenants"))?;
+        let lock_path = cfg.state_dir.join("lock");
+        let lock = File::create(&lock_path).with_context(|| format!("{}", lock_path.display()))?;
+        if lock.try_lock().is_err() {
+            bail!(
+                "another tierd is using the state directory {}; stop it or pick another --state-dir",
+                cfg.state_dir.display()
+            );
+        }
+        let saved = SavedState::load(&cfg.state_dir)?;
+        let cg = cgroup::detect(Path::new("/"), &proc).context("finding the memory cgroup controller")?;
+        let mut events = Events::default();
+        events.echo = echo;
+
+        let tier = Tier::setup(&cfg.tier, cfg.dram_budget, cfg.ratio, saved.tier.as_ref(), &proc, &sys)?;
+        let (size, _) = tier.usage(&proc);
+        events.info(
+            None,
+            format!(
+                "tier {} ready: {} on {} ({:?}), swap priority {}",
+                tier.record.path.display(),
+                human(size),
+                tier.record.swap_path.display(),
+                tier.record.backing,
+                tier.record.priority
+            ),
+        );
+
+        let mut engine = Engine {
+            cfg,
+            proc,
+
+            cg: cg.into(),
+            tier: Some(tier),
+            tenants: BTreeMap::new(),
+            events,
+            group_limit: None,
+            io_prev: None,
+            tier_view: TierView::default(),
+            self_cpu_percent: 0.0,
+            notes: Vec::new(),
+            note_kinds: Vec::new(),
+            history: History::default(),
+            started: Instant::now(),
+            http_address: None,
+            tier_room_warned: false,
+            relayout_until: Instant::now(),
+            last_snapshot: None,
+            watch_disk: None,
+            watch_read_us: 80.0,
+            _lock: lock,
+        };
+        let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
+        let subtree = [engine.root_rel(), engine.group_rel(), engine.detached_rel()];
+        for rel in &subtree {
+            if let Err(e) = engine.cg.create(rel) {
+                // Leave no tier behind if tierd cannot manage cgroups.
+                if let Some(t) = engine.tier.take() {
+                    let _ = t.teardown();
+                }
+                return Err(anyhow!(e).context(format!("creating cgroup {rel} under {}", engine.cg.base().display())));
+            }
+        }
+        engine.readopt(saved.tenants);
+        engine.save_with(saved_tier);
+        engine.tick();
+        Ok(engine)
+    }
+
+    /// Re-adopts the tenants of an earlier run (their cgroups survived it).
+    pub(super) fn readopt(&mut self, saved: Vec<SavedTenant>) {
+        let mut known: Vec<String> = Vec::new();
+        for s in saved {
+            known.push(s.spec.name.to_string());
+            let mut t = Tenant::new(s.spec, s.argv);
+            t.life = s.life;
+            let name = t.spec.name.clone();
+            if t.is_running() {
+                let rel = self.tenant_rel(&name);
+                let pids = self.cg.procs(&rel).unwrap_or_default();
+                t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
+                if t.procs.is_empty() {
+                    t.life = Life::Exited { code: None };
+                    let _ = self.cg.remove(&rel);
+                    self.events.info(Some(name.as_str()), "exited while tierd was down (exit code unknown)");
+                } else {
+                    self.events.info(Some(name.as_str()), format!("re-adopted, pids {:?}", t.pids()));
+                }
+            }
+            self.tenants.insert(name, t);
+        }
+        // Tenant cgroups without a saved record (state lost): adopt them as they are.
+        for child in self.cg.children(&self.group_rel()).unwrap_or_default() {
+            if known.contains(&child) {
+                continue;
+            }
+            let Ok(name) = TenantName::new(&child) else { continue };
+            let rel = self.tenant_rel(&name);
+            let pids = self.cg.procs(&rel).unwrap_or_default();
+            if pids.is_empty() {
+                let _ = self.cg.remove(&rel);
+                continue;
+            }
+            let mut t = Tenant::new(TenantSpec::new(name.clone()), Vec::new());
+            t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
+            self.events.warn(
+                Some(name.as_str()),
+                format!("found a tenant cgroup without saved settings; adopted with defaults, pids {:?}", t.pids()),
+            );
+            self.tenants.insert(name, t);
+        }
+    }
+
+    pub(super) fn save_with(&mut self, tier: Option<crate::tier::TierRecord>) {
+        let state = SavedState {
+            tier,
+            tenants: self
+                .tenants
+                .values()
+                .map(|t| SavedTenant { spec: t.spec.clone(), argv: t.argv.clone(), life: t.life.clone() })
+                .collect(),
+        };
+        if let Err(e) = state.save(&self.cfg.state_dir) {
+            self.events.warn(None, format!("cannot save state in {}: {e}", self.cfg.state_dir.display()));
+        }
+    }
+
+    pub(super) fn save(&mut self) {
+        let tier = self.tier.as_ref().map(|t| t.record.clone());
+        self.save_with(tier);
+    }
+
+    /// Clean shutdown: lift every limit (so no tenant can be squeezed while its pages
+    /// come back), turn the tier off and remove it, and remove empty cgroups. Running
+    /// tenants keep running, with all their memory, and are re-adopted by the next tierd.
+    pub fn shutdown(&mut self) {
+        // Tenants that exited since the last interval count as exited: taken for running,
+        // their empty cgroups (and tierd's whole subtree) were left behind for good.
+        self.reap();
+        let running: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        for name in &running {
+            let rel = self.tenant_rel(name);
+            if let Err(e) = self.cg.set_limit(&rel, None) {
+                self.events.warn(Some(name.as_str()), format!("cannot lift quota: {e}"));
+            }
+            if let Some(t) = self.tenants.get_mut(name) {
+                t.quota = None;
+            }
+        }
+        let _ = self.cg.set_limit(&self.group_rel(), None);
+        self.group_limit = None;
+        if let Some(tier) = self.tier.take() {
+            let (_, used) = tier.usage(&self.proc);
+            match tier.teardown() {
+                Ok(()) => self.events.info(
+                    None,
+                    format!("tier {} removed ({} read back into DRAM)", tier.record.path.display(), human(used)),
+                ),
+                Err(e) => {
+                    self.events.warn(None, format!("tier left active: {e}"));
+                    self.tier = Some(tier);
+                }
+            }
+        }
+        for (name, t) in &self.tenants {
+            if !t.is_running() {
+                let _ = self.cg.remove(&self.tenant_rel(name));
+            }
+        }
+        let detached = self.detached_rel();
+        for child in self.cg.children(&detached).unwrap_or_default() {
+            let _ = self.cg.remove(&format!("{detached}/{child}"));
+        }
+        if running.is_empty() && self.tier.is_none() {
+            for rel in [self.detached_rel(), self.group_rel(), self.root_rel()] {
+                if let Err(e) = self.cg.remove(&rel) {
+                    self.events.warn(None, format!("cannot remove cgroup {rel}: {e}"));
+                }
+            }
+        }
+        self.save();
+    }
+}
+
+pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))
+}

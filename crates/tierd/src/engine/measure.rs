@@ -1,0 +1,291 @@
+//! Measuring: exits, each tenant's memory and activity, the tracker's samples, the tier's
+//! I/O, and the snapshot the policy plans from.
+
+use super::*;
+
+impl Engine {
+    /// Updates each tenant's processes and notices exits.
+    pub(super) fn reap(&mut self) {
+        let names: Vec<TenantName> = self.tenants.keys().cloned().collect();
+        let mut changed = false;
+        for name in names {
+            let rel = self.tenant_rel(&name);
+            let pids = self.cg.procs(&rel).unwrap_or_default();
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            if let Some(child) = t.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                t.child = None;
+                t.life = Life::Exited { code: exit_code(status) };
+            }
+            if matches!(t.life, Life::Exited { .. }) && pids.is_empty() && t.procs.is_empty() {
+                continue;
+            }
+            t.procs.retain(|p| pids.contains(&p.pid()) && !p.has_exited());
+            for pid in pids {
+                if !t.procs.iter().any(|p| p.pid() == pid)
+                    && let Ok(fd) = Pidfd::open(pid)
+                {
+                    t.procs.push(fd);
+                }
+            }
+            if t.procs.is_empty() {
+                if t.is_running() {
+                    t.life = Life::Exited { code: None };
+                }
+                if let Some(mut child) = t.child.take()
+                    && let Ok(status) = child.wait()
+                {
+                    t.life = Life::Exited { code: exit_code(status) };
+                }
+                t.quota = None;
+                let code = match &t.life {
+                    Life::Exited { code: Some(c) } => format!("exit code {c}"),
+                    _ => "exit code unknown".into(),
+                };
+                if let Err(e) = self.cg.remove(&rel) {
+                    self.events.warn(Some(name.as_str()), format!("cannot remove cgroup {rel}: {e}"));
+                }
+                self.events.info(Some(name.as_str()), format!("exited ({code}); its cgroup is removed"));
+                changed = true;
+            }
+        }
+        // Detached processes that ended leave empty cgroups behind.
+        let detached = self.detached_rel();
+        for child in self.cg.children(&detached).unwrap_or_default() {
+            let rel = format!("{detached}/{child}");
+            if self.cg.procs(&rel).map(|p| p.is_empty()).unwrap_or(false) {
+                let _ = self.cg.remove(&rel);
+            }
+        }
+        if changed {
+            self.save();
+        }
+    }
+
+    /// Measures every running tenant; `rates` also closes the interval for per-second rates.
+    pub(super) fn measure(&mut self, rates: bool) {
+        let now = Instant::now();
+        let names: Vec<TenantName> = self.tenants.keys().cloned().collect();
+        for name in names {
+            let rel = self.tenant_rel(&name);
+            let stats = self.cg.stats(&rel);
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            if !t.is_running() {
+                continue;
+            }
+            let mut footprint = 0;
+            let mut swapped = 0;
+            let (mut locked, mut hugetlb) = (0, 0);
+            for p in &t.procs {
+                if let Ok(m) = self.proc.memory(p.pid()) {
+                    footprint += m.rss_anon + m.swap;
+                    swapped += m.swap;
+                    locked += m.locked;
+                    hugetlb += m.hugetlb;
+                }
+            }
+            let mut pinned = locked + hugetlb;
+            // For a tenant not known as a VM only until it has been looked at once. Also
+            // on status requests: the control loop can stall for seconds on a quota
+            // write, and a guest QEMU pins must be seen (and pinned) without waiting.
+            if t.spec.vm || t.guest.is_some() || t.guest_said.is_none() {
+                let pids: Vec<u32> = t.procs.iter().map(|p| p.pid()).collect();
+                t.guest = crate::guest::inspect(&self.proc, &pids);
+                say_guest(&mut self.events, &name, t);
+            }
+            // A guest QEMU pins stays in DRAM whole: a floor for the policy and admission.
+            if let Some(g) = t.guest.as_ref().filter(|g| !g.tierable) {
+                pinned = pinned.max(g.ram_bytes);
+            }
+            let Ok(stats) = stats else {
+                t.count_error("cgroup stats");
+                continue;
+            };
+            let prev = t.measure;
+            // Say once (per episode) that some of the tenant cannot be tiered at all.
+            if pinned > 0 && prev.pinned == 0 {
+                self.events.warn(
+                    Some(name.as_str()),
+                    format!(
+                        "{} cannot be tiered ({} mlocked, {} on hugetlbfs): it stays in DRAM and counts \
+                         against the budget",
+                        human(pinned),
+                        human(locked),
+                        human(hugetlb)
+                    ),
+                );
+            }
+            t.measure.footprint = footprint;
+            t.measure.dram = stats.usage;
+            t.measure.tier = stats.swap.max(swapped);
+            t.measure.huge = stats.anon_huge;
+            t.measure.pinned = pinned;
+            // The tenant's own faults, not its cgroup's: those count tierd's reads too.
+            let (own_faults, _) = t.read_counters(&self.proc);
+            t.measure.major_faults_total = own_faults;
+            // Rates are per interval: only the control loop moves their baseline.
+            if rates {
+                let faults = if prev.at.is_some() { own_faults.saturating_sub(prev.major_faults) } else { 0 };
+                t.measure.untracked_faults += faults;
+                (t.measure.major_faults_per_sec, t.measure.tier_write_bytes_per_sec) = match prev.at {
+                    Some(at) if now > at => {
+                        let dt = (now - at).as_secs_f64();
+                        (faults as f64 / dt, t.measure.tier.saturating_sub(prev.tier_at_rate) as f64 / dt)
+                    }
+                    _ => (0.0, 0.0),
+                };
+                t.measure.tier_at_rate = t.measure.tier;
+                t.measure.at = Some(now);
+                t.measure.major_faults = own_faults;
+                t.fault_rates.push_back(t.measure.major_faults_per_sec);
+                let keep =
+                    (self.cfg.tracker.window.as_secs_f64() / self.cfg.interval.as_secs_f64()).ceil() as usize + 1;
+                while t.fault_rates.len() > keep.max(2) {
+                    t.fault_rates.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Lets each tenant's tracker observe one interval.
+    pub(super) fn track(&mut self) {
+        let now = now_secs();
+        let sampling = SamplingConfig::new(
+            self.cfg.tracker.sample_pages,
+            self.cfg.tracker.window.as_secs_f64(),
+            self.cfg.interval.as_secs_f64(),
+        )
+        .with_cpu_budget(self.cfg.tracker.cpu_budget);
+        // Last known: an interval with too few reads to time keeps the one before.
+        let read_secs = self.tier_view.read_latency_us.map(|us| us / 1e6);
+        for (i, t) in self.tenants.values_mut().filter(|t| t.is_running()).enumerate() {
+            let proc = self.proc.clone();
+            let tracker = t
+                .tracker
+                .get_or_insert_with(|| Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)));
+            if let Some(secs) = read_secs {
+                tracker.tier_read_time(secs);
+            }
+            let at_rest = t.activity.rest_secs(now).is_some();
+            tracker.observe(&t.procs, std::mem::take(&mut t.measure.untracked_faults), now, at_rest);
+        }
+    }
+
+    /// Tier traffic and latency, and tierd's own CPU, from counters since last time.
+    pub(super) fn sample_io(&mut self) {
+        let now = Instant::now();
+        let vm = self.proc.vmstat().unwrap_or_default();
+        let disk = self.tier.as_ref().and_then(|t| t.disk.clone()).and_then(|d| self.proc.diskstats(&d).ok().flatten());
+        let cpu = self.proc.cpu_ticks(std::process::id()).unwrap_or(0);
+        let cur = IoSample {
+            at: now,
+            pswpin: vm.get("pswpin").copied().unwrap_or(0),
+            pswpout: vm.get("pswpout").copied().unwrap_or(0),
+            disk,
+            self_cpu_ticks: cpu,
+        };
+        let (size, used) = self.tier.as_ref().map(|t| t.usage(&self.proc)).unwrap_or((0, 0));
+        let mut view = TierView { size_bytes: size, used_bytes: used, ..TierView::default() };
+        if let Some(prev) = self.io_prev {
+            let dt = (now - prev.at).as_secs_f64().max(1e-3);
+            view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;
+            view.write_bytes_per_sec = cur.pswpout.saturating_sub(prev.pswpout) as f64 * 4096.0 / dt;
+            if let (Some(a), Some(b)) = (prev.disk, cur.disk) {
+                view.read_latency_us = b.read_latency_us_since(&a);
+                view.utilization = (b.io_ms.saturating_sub(a.io_ms) as f64 / (dt * 1000.0)).min(1.0);
+            }
+            let hz = tierd_sys::process::clock_ticks_per_sec() as f64;
+            self.self_cpu_percent = cur.self_cpu_ticks.saturating_sub(prev.self_cpu_ticks) as f64 / hz / dt * 100.0;
+        }
+        self.tier_view = view;
+        self.io_prev = Some(cur);
+    }
+
+    /// The snapshot the policy plans from.
+    pub fn snapshot(&self) -> Snapshot {
+        let now = now_secs();
+        let tenants = self
+            .tenants
+            .values()
+            .filter(|t| t.is_running())
+            .map(|t| TenantView {
+                spec: t.spec.clone(),
+                footprint: t.measure.footprint,
+                dram: t.measure.dram,
+                tier: t.measure.tier,
+                pinned: t.measure.pinned,
+                quota: t.quota,
+                activeness: t.tracker.as_ref().and_then(|tr| tr.activeness()),
+                tier_faults_per_sec: t.measure.major_faults_per_sec,
+                tier_faults_per_sec_avg: t.fault_rate_before(),
+                woke_secs_ago: t.activity.since_rest_secs(now),
+                at_rest_secs: t.activity.rest_secs(now),
+                since_rest_secs: t.activity.since_rest_secs(now),
+                rest_began_secs: t.activity.rest_began_secs(now),
+                demand_cores: t.activity.usual,
+                stall_share: t.activity.stall_share,
+                mean_rest_secs: t.activity.mean_rest_secs,
+                short_secs: t.short_secs,
+                regions: t
+                    .tracker
+                    .as_ref()
+                    .map(|tr| tr.regions(now))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|r| tierd_core::snapshot::Region {
+                        laid_out: t.relayout_refused() || t.laid_out.contains(&(r.range.pid, r.range.start)),
+                        ..r
+                    })
+                    .collect(),
+            })
+            .collect();
+        Snapshot {
+            window_secs: self.cfg.tracker.window.as_secs_f64(),
+            dram_budget: self.cfg.dram_budget,
+            ratio: self.cfg.ratio,
+            interval_secs: self.cfg.interval.as_secs_f64(),
+            tier: self.tier_view,
+            tenants,
+        }
+    }
+}
+
+/// Says once what is known of a tenant's guest: found (with its RAM), not tierable
+/// (with why), or — for a tenant started with `--vm` — no QEMU seen.
+fn say_guest(events: &mut Events, name: &TenantName, t: &mut Tenant) {
+    let now = match &t.guest {
+        Some(g) => (g.ram_found, g.tierable),
+        None => (false, true),
+    };
+    if t.guest_said == Some(now) {
+        return;
+    }
+    match &t.guest {
+        Some(g) if !g.tierable => events.warn(
+            Some(name.as_str()),
+            format!(
+                "VM guest RAM {} cannot be tiered: {}; it stays in DRAM and counts against the budget",
+                human(g.ram_bytes),
+                g.untierable.join("; ")
+            ),
+        ),
+        Some(g) if g.ram_found => events.info(
+            Some(name.as_str()),
+            format!(
+                "VM (QEMU pid {}, {}): guest RAM {} found in {} mapping(s), tiered",
+                g.pid,
+                g.accel,
+                human(g.ram_bytes),
+                g.ram_mappings
+            ),
+        ),
+        Some(_) => {}
+        None if t.spec.vm && t.is_running() && !t.procs.is_empty() => events.warn(
+            Some(name.as_str()),
+            "started as a VM (--vm), but none of its processes is QEMU (qemu-system-*): tiered as a plain process",
+        ),
+        None => {}
+    }
+    t.guest_said = Some(now);
+}

@@ -1,0 +1,183 @@
+//! The engine: tierd's state and its control loop.
+//!
+//! Each interval it reaps exited tenants, measures every tenant and the tier, asks the
+//! configured policy for a plan (a pure function of the snapshot) and carries the plan
+//! out: cgroup limits through the memory controller, page moves through the movers.
+//! API requests run against the same state between intervals.
+//!
+//! One pass ([`Engine::tick`]) is the pipeline `measure` → `policy::plan` → `enforce`;
+//! `watch` runs between passes, `tenants` serves the API's operations, `status` reports,
+//! and `lifecycle` starts, saves and stops.
+//!
+//! Cgroup layout, all under the cgroup tierd runs in:
+//! `<name>/tenants` (the group: one limit over all tenants) with `<name>/tenants/<tenant>`
+//! (a tenant's quota) below it, and `<name>/detached/<tenant>` for detached processes.
+
+mod enforce;
+mod lifecycle;
+mod measure;
+mod status;
+mod tenants;
+mod watch;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use tierd_core::TenantName;
+use tierd_core::admission::{Capacity, Claim, admit};
+use tierd_core::config::{Config, PolicyKind};
+use tierd_core::health;
+use tierd_core::plan::{Plan, TenantPlan};
+use tierd_core::policy;
+use tierd_core::size::human;
+use tierd_core::snapshot::{Range, Snapshot, TenantView, TierView};
+use tierd_core::tenant::TenantSpec;
+use tierd_core::waits::Step;
+use tierd_sys::cgroup::{self, MemoryController};
+use tierd_sys::madvise::Pidfd;
+use tierd_sys::procfs::ProcFs;
+
+use crate::api::{MoveReport, Status, TenantStatus, TierStatus};
+use crate::events::{Events, now_secs};
+use crate::history::{History, Point};
+use crate::mover;
+use crate::state::{SavedState, SavedTenant};
+use crate::tenant::{Life, Tenant, exit_code};
+use crate::tier::Tier;
+use crate::tracker::{SamplingConfig, SamplingTracker};
+
+/// Quota changes smaller than this are not written (they would only churn the cgroup).
+const QUOTA_SLACK: u64 = 1 << 20;
+/// A control-loop step slower than this is reported: the loop holds the engine lock, so
+/// while it stalls, quotas, status and the API all wait.
+const SLOW_STEP_SECS: f64 = 1.0;
+/// The most one pass spends reading resting tenants' working sets back to lay them
+/// out: the loop holds the engine lock meanwhile, and wake-ups are seen only between
+/// passes. Allowed a whole interval each, two neighbours' relayouts kept a woken
+/// login-storm tenant unseen for 2.2 s while its throughput was nil. What is left is
+/// laid out at the next passes (0.3 s a pass left a 320 MiB working set scattered
+/// after 8 s of rest).
+const RELAYOUT_SLICE: Duration = Duration::from_secs(1);
+
+/// Counters sampled each interval to turn totals into rates.
+#[derive(Debug, Clone, Copy)]
+struct IoSample {
+    at: Instant,
+    pswpin: u64,
+    pswpout: u64,
+    disk: Option<tierd_sys::procfs::DiskStats>,
+    self_cpu_ticks: u64,
+}
+
+/// tierd's running state.
+pub struct Engine {
+    pub cfg: Config,
+    proc: ProcFs,
+
+    cg: Arc<dyn MemoryController>,
+    tier: Option<Tier>,
+    tenants: BTreeMap<TenantName, Tenant>,
+    pub events: Events,
+    group_limit: Option<u64>,
+    io_prev: Option<IoSample>,
+    tier_view: TierView,
+    self_cpu_percent: f64,
+    /// The policy's host-wide notes of the last interval, and their kinds (logged on change).
+    notes: Vec<String>,
+    note_kinds: Vec<String>,
+    /// Host and tenant figures every 10 s for the last hour (dashboard, `top`).
+    pub history: History,
+    started: Instant,
+    /// Where the HTTP server listens, when it is on (shown in status).
+    pub http_address: Option<String>,
+    /// Said once: the tier had no free clusters for a relayout.
+    tier_room_warned: bool,
+    /// No batch of a relayout read back from the tier starts after this, within one
+    /// pass (see [`RELAYOUT_SLICE`]).
+    relayout_until: Instant,
+    /// The last snapshot the policy planned from (curves and what-ifs are computed on it).
+    last_snapshot: Option<Snapshot>,
+    /// The tier disk's counters at the last half-second watch, and the read time they gave.
+    watch_disk: Option<tierd_sys::procfs::DiskStats>,
+    watch_read_us: f64,
+    _lock: File,
+}
+
+impl Engine {
+    fn root_rel(&self) -> String {
+        self.cfg.cgroup_name.clone()
+    }
+
+    fn group_rel(&self) -> String {
+        format!("{}/tenants", self.cfg.cgroup_name)
+    }
+
+    fn tenant_rel(&self, name: &TenantName) -> String {
+        format!("{}/tenants/{}", self.cfg.cgroup_name, name)
+    }
+
+    fn detached_rel(&self) -> String {
+        format!("{}/detached", self.cfg.cgroup_name)
+    }
+
+    /// One pass of the control loop, each interval: measures, samples activeness,
+    /// plans and carries the plan out.
+    pub fn tick(&mut self) {
+        self.step(true);
+    }
+
+    /// A pass between intervals, when [`Engine::fault_watch`] saw a tenant wake or come
+    /// to rest: plans from fresh measurements without sampling. Sampling at every
+    /// phase change cost ten times the tracking budget in login-storm (8 tenants, one
+    /// change every 2.5 s), and its shortened intervals read as less activity.
+    pub fn tick_early(&mut self) {
+        self.step(false);
+    }
+
+    fn step(&mut self, sample: bool) {
+        self.relayout_until = Instant::now() + RELAYOUT_SLICE;
+        self.reap();
+        self.measure(true);
+        if sample && self.cfg.policy == PolicyKind::Tierd {
+            let ((), secs) = mover::timed(|| self.track());
+            warn_if_slow(&mut self.events, None, secs, || "activeness tracking".into());
+        }
+        self.sample_io();
+        let secs = now_secs();
+        let by = self.cfg.knobs.shortfall;
+        for t in self.tenants.values_mut() {
+            t.short_secs = t.shortfall.observe(secs, t.predicted, &t.activity, by);
+        }
+        let snap = self.snapshot();
+        let plan = policy::plan(self.cfg.policy, &snap, &self.cfg.knobs);
+        for tp in &plan.tenants {
+            if let Some(t) = self.tenants.get_mut(&tp.name) {
+                t.predicted = tp.predicted_useful;
+            }
+        }
+        self.enforce(&plan);
+        self.last_snapshot = Some(snap);
+        let now = now_secs();
+        if self.history.due(now) {
+            // Just measured: no need for `status()` to measure again.
+            let st = self.status_as_measured();
+            self.history.record(Point::from_status(&st, now));
+        }
+    }
+}
+
+/// Warns when a control-loop step took [`SLOW_STEP_SECS`] or more.
+fn warn_if_slow(events: &mut Events, tenant: Option<&str>, secs: f64, what: impl FnOnce() -> String) {
+    if secs >= SLOW_STEP_SECS {
+        events.warn(tenant, format!("control loop: {} took {secs:.1} s", what()));
+    }
+}
+
+fn show_quota(q: Option<u64>) -> String {
+    q.map_or("unlimited".to_string(), human)
+}

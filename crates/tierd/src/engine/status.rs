@@ -1,0 +1,139 @@
+//! `tierctl status`: the engine's figures as the API and the dashboard show them.
+
+use super::*;
+
+impl Engine {
+    /// The status the API serves.
+    pub fn status(&mut self) -> Status {
+        self.reap();
+        self.measure(false);
+        self.status_as_measured()
+    }
+
+    /// The status from the last measurement.
+    pub(super) fn status_as_measured(&self) -> Status {
+        let group = self.cg.stats(&self.group_rel()).unwrap_or_default();
+        let snap = self.snapshot();
+        let cap = self.capacity();
+        let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.touched_bytes())).sum();
+        let tier = self.tier.as_ref().map(|t| TierStatus {
+            path: t.record.path.clone(),
+            swap_path: t.record.swap_path.clone(),
+            backing: format!("{:?}", t.record.backing).to_lowercase(),
+            size_bytes: self.tier_view.size_bytes,
+            used_bytes: self.tier_view.used_bytes,
+            read_bytes_per_sec: self.tier_view.read_bytes_per_sec,
+            write_bytes_per_sec: self.tier_view.write_bytes_per_sec,
+            read_latency_us: self.tier_view.read_latency_us,
+            read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
+            utilization: self.tier_view.utilization,
+        });
+        // The policy's view of each tenant at its last pass.
+        let curve = |t: &Tenant| {
+            let snap = self.last_snapshot.as_ref()?;
+            let v = snap.tenants.iter().find(|v| v.spec.name == t.spec.name)?;
+            let window = snap.window_secs.max(snap.interval_secs);
+            (self.cfg.policy == PolicyKind::Tierd && t.is_running())
+                .then(|| tierd_core::policy::curve::Curve::of(v, window, snap.interval_secs, &self.cfg.knobs))
+        };
+        let tenants: Vec<TenantStatus> = self
+            .tenants
+            .values()
+            .map(|t| TenantStatus {
+                name: t.spec.name.to_string(),
+                state: if t.is_running() { "running".into() } else { "exited".into() },
+                exit_code: match t.life {
+                    Life::Exited { code } => code,
+                    Life::Running => None,
+                },
+                pids: t.pids(),
+                command: t.argv.clone(),
+                size_bytes: t.measure.footprint,
+                declared_size_bytes: t.spec.size,
+                dram_bytes: if t.is_running() { t.measure.dram } else { 0 },
+                tier_bytes: if t.is_running() { t.measure.tier } else { 0 },
+                huge_bytes: t.measure.huge,
+                pinned_bytes: t.measure.pinned,
+                quota_bytes: t.quota,
+                reserve_bytes: t.spec.reserve,
+                limit_bytes: t.spec.limit,
+                shares: t.spec.shares,
+                active_bytes: t.tracker.as_ref().and_then(|tr| tr.activeness()).map(|a| a.active_bytes),
+                active_ci_bytes: t.tracker.as_ref().and_then(|tr| tr.activeness()).map(|a| a.ci_bytes),
+                touched_in_window_bytes: t
+                    .tracker
+                    .as_ref()
+                    .and_then(|tr| tr.activeness())
+                    .and_then(|a| a.touched_in_window_bytes),
+                tracker_sample_pages: t.tracker.as_ref().map_or(0, |tr| tr.cost().sample_pages),
+                tracker_seconds: t.tracker.as_ref().map_or(0.0, |tr| tr.cost().seconds),
+                major_faults: t.measure.major_faults_total,
+                major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
+                tier_read_bytes_per_sec: if t.is_running() { t.measure.major_faults_per_sec * 4096.0 } else { 0.0 },
+                tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
+                cpu_cores: if t.is_running() { t.activity.cpu } else { 0.0 },
+                at_rest_secs: if t.is_running() { t.activity.rest_secs(now_secs()) } else { None },
+                stall_share: if t.is_running() { t.activity.stall_share } else { 0.0 },
+                waiting_at_limit_secs: if t.is_running() { t.waits.waiting_secs(now_secs()) } else { None },
+                hot_bytes: curve(t).map(|c| c.hot),
+                warm_bytes: curve(t).map(|c| c.warm),
+                steep: curve(t).map(|c| c.steep),
+                predicted_useful: t.predicted,
+                reason: t.reason.clone(),
+                errors: t.errors.clone(),
+                vm: t.spec.vm || t.guest.is_some(),
+                guest: t.guest.clone(),
+            })
+            .collect();
+        Status {
+            version: env!("CARGO_PKG_VERSION").into(),
+            pid: std::process::id(),
+            policy: self.cfg.policy.to_string(),
+            cgroup_version: format!("{:?}", self.cg.version()).to_lowercase(),
+            cgroup_path: self.cg.base().join(self.root_rel()),
+            dram_budget_bytes: self.cfg.dram_budget,
+            dram_used_bytes: group.usage,
+            dram_free_bytes: self.cfg.dram_budget.saturating_sub(group.usage),
+            ratio: self.cfg.ratio,
+            capacity_bytes: cap.total(),
+            committed_bytes: snap.committed_bytes(),
+            overcommit: snap.overcommit(),
+            active_bytes: active,
+            active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
+            tier: tier.unwrap_or_default(),
+            tierd_cpu_percent: self.self_cpu_percent,
+            tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
+            promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
+            demotions_per_sec: self.tier_view.write_bytes_per_sec / 4096.0,
+            health: health::checks(&health::HostFigures {
+                dram_budget: self.cfg.dram_budget,
+                active,
+                tier_size: self.tier_view.size_bytes,
+                tier_used: self.tier_view.used_bytes,
+                tier_read_latency_us: self.tier_view.read_latency_us,
+                tenant_errors: tenant_errors(&tenants),
+                throttled: self.notes.iter().find(|n| n.starts_with("demotion throttled")).cloned(),
+                waiting: self
+                    .tenants
+                    .iter()
+                    .filter(|(_, t)| t.is_running())
+                    .filter_map(|(n, t)| Some((n.to_string(), t.waits.waiting_secs(now_secs())?)))
+                    .collect(),
+                oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
+            }),
+            http_address: self.http_address.clone(),
+            uptime_secs: self.started.elapsed().as_secs_f64(),
+            tenants,
+        }
+    }
+}
+
+/// Running tenants with failed operations, and how many.
+pub(super) fn tenant_errors(tenants: &[TenantStatus]) -> Vec<(String, u64)> {
+    tenants
+        .iter()
+        .filter(|t| t.state == "running")
+        .map(|t| (t.name.clone(), t.errors.values().sum::<u64>()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}

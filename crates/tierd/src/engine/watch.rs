@@ -1,0 +1,145 @@
+//! Between intervals: tasks waiting at a limit, and tenants suddenly faulting from the tier.
+
+use super::*;
+use tierd_core::activity::Change;
+
+impl Engine {
+    /// Between intervals: wakes tasks waiting at a quota or at the group limit (cgroup v1
+    /// with the OOM killer off: the kernel's reclaim there made no progress, and it
+    /// would otherwise have killed them). Woken, they reclaim again; each tenant's waits
+    /// are logged once an interval, and one that waits through `oom_grace` has the OOM
+    /// killer let act on it (see `tierd_core::waits`).
+    pub fn release_waiters(&mut self) {
+        // Every tenant is looked at before anyone is woken: a task woken by the group's
+        // raised limit runs for a page and would look, for that moment, as if it did not wait.
+        let waits: Vec<(TenantName, bool)> = self
+            .tenants
+            .iter()
+            .filter(|(_, t)| t.is_running())
+            .map(|(n, _)| (n.clone(), self.cg.waiting_at_limit(&self.tenant_rel(n)).unwrap_or(false)))
+            .collect();
+        let group = self.group_rel();
+        if self.cg.waiting_at_limit(&group).unwrap_or(false)
+            && let Err(e) = self.cg.release_waiters(&group)
+        {
+            self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}"));
+        }
+        let (now, grace, every) = (now_secs(), self.cfg.oom_grace.as_secs_f64(), self.cfg.interval.as_secs_f64());
+        let tier_full = tierd_core::waits::tier_full(self.tier_view.size_bytes, self.tier_view.used_bytes);
+        for (name, waiting) in waits {
+            let rel = self.tenant_rel(&name);
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            let step = t.waits.observe(now, waiting, tier_full, grace, every);
+            let (quota, held) = (show_quota(t.quota), human(t.measure.dram + t.measure.tier));
+            if waiting {
+                t.count_error("waited at its quota");
+            }
+            let msg = match step {
+                Step::Nothing => None,
+                Step::Wake { log } => match self.cg.release_waiters(&rel) {
+                    Ok(()) => log.then(|| {
+                        format!(
+                            "waited at its quota {quota}: reclaim made no progress (the kernel would have killed it); \
+                             woken to try again"
+                        )
+                    }),
+                    Err(e) => log.then(|| format!("waits at its quota and cannot be woken: {e}")),
+                },
+                // Its own limit pinned at what it holds, the next charge fails in its own
+                // group, where the OOM killer is let act (at the group limit the kernel
+                // would pick among all tenants); that wakes the waiters too.
+                Step::GiveUp => Some(
+                    match pin_limit(self.cg.as_ref(), &rel, &mut t.quota)
+                        .and_then(|()| self.cg.set_oom_killer(&rel, true))
+                    {
+                        Ok(()) => format!(
+                            "waited at its quota {quota} for {grace:.0} s with reclaim making no progress and the tier \
+                             full: it holds {held}, more than DRAM and the tier can take; the kernel's OOM killer may now \
+                             act on it"
+                        ),
+                        Err(e) => format!("waited {grace:.0} s at its quota and the OOM killer cannot be let act: {e}"),
+                    },
+                ),
+                Step::Recovered => {
+                    let _ = self.cg.set_oom_killer(&rel, false);
+                    Some("no longer waits at its quota: the OOM killer is off again".to_string())
+                }
+            };
+            if let Some(msg) = msg {
+                self.events.warn(Some(name.as_str()), msg);
+            }
+        }
+    }
+
+    /// Between intervals: has a tenant just come to rest or started working again (its
+    /// CPU and stall time against its usual, see `tierd_core::activity`)? Reads only each
+    /// tenant's processes' fault counters and CPU times, so the daemon can look every
+    /// half second and plan at once instead of waiting out the interval.
+    pub fn fault_watch(&mut self) -> bool {
+        if self.cfg.policy != PolicyKind::Tierd {
+            return false;
+        }
+        let now = Instant::now();
+        let secs = now_secs();
+        let window = self.cfg.tracker.window.as_secs_f64();
+        let shares = self.cfg.knobs.shares();
+        let read_secs = self.watch_read_secs();
+        let hz = tierd_sys::process::clock_ticks_per_sec().max(1) as f64;
+        let mut changed = false;
+        let names: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        for name in names {
+            let t = self.tenants.get_mut(&name).expect("listed above");
+            let (own_faults, ticks) = t.read_counters(&self.proc);
+            if let Some((_, faults)) = t.watch {
+                t.stall_secs += own_faults.saturating_sub(faults) as f64 * (read_secs + self.cfg.knobs.fault_cpu_secs);
+            }
+            t.watch = Some((now, own_faults));
+            let busy = t.procs.iter().any(|p| self.proc.any_thread_busy(p.pid()).unwrap_or(false));
+            if let Some(change) = t.activity.step(secs, ticks as f64 / hz, t.stall_secs, busy, window, &shares) {
+                changed = true;
+                let said = match change {
+                    // A rest began: what lay in runs before may have been read back and
+                    // written out scattered since. Kept when a rest ends: the wake-up's
+                    // prefetch reads the regions in runs first.
+                    Change::Rested => {
+                        t.laid_out.clear();
+                        "came to rest: its CPU and stall time fell below a tenth of its usual".to_string()
+                    }
+                    Change::Woke => {
+                        let rested = t.activity.rest_began_secs(secs).unwrap_or(0.0);
+                        format!("woke: working again after being at rest for {rested:.0} s")
+                    }
+                };
+                t.decide(secs, said);
+            }
+        }
+        changed
+    }
+
+    /// The tier's read time since the last watch, from the disk's counters (the
+    /// interval's figure is up to an interval old: a tier that turned slow would count
+    /// a waking tenant's reads as quick ones for that long); the last known otherwise.
+    pub(super) fn watch_read_secs(&mut self) -> f64 {
+        let disk = self.tier.as_ref().and_then(|t| t.disk.clone()).and_then(|d| self.proc.diskstats(&d).ok().flatten());
+        if let (Some(now), Some(before)) = (disk, std::mem::replace(&mut self.watch_disk, disk))
+            && let Some(us) = now.read_latency_us_since(&before)
+        {
+            self.watch_read_us = us;
+        }
+        self.watch_read_us.max(1.0) / 1e6
+    }
+}
+
+/// Sets a cgroup's limit to what it holds now and records it as its quota (so the next
+/// plan's write, whatever it is, counts as a change and is applied).
+pub(super) fn pin_limit(
+    cg: &dyn MemoryController,
+    rel: &str,
+    quota: &mut Option<u64>,
+) -> Result<(), cgroup::CgroupError> {
+    let held = cg.stats(rel)?.usage;
+    cg.set_limit(rel, Some(held))?;
+    *quota = Some(held);
+    Ok(())
+}
