@@ -97,6 +97,28 @@ pub fn thread_cpu_secs() -> f64 {
     if r == 0 { ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9 } else { 0.0 }
 }
 
+/// The user ID of the process at the other end of a connected Unix socket (`SO_PEERCRED`:
+/// the kernel's record of who connected, which the peer cannot forge).
+pub fn peer_uid(socket: &impl std::os::fd::AsRawFd) -> io::Result<u32> {
+    let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a valid, writable ucred and `len` its size; the kernel writes at
+    // most `len` bytes and the fd is borrowed for the call.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +169,13 @@ mod tests {
         let mut child = spawn_in_cgroup(&mut Command::new("true"), &p).unwrap();
         assert!(child.wait().unwrap().success());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "0");
+    }
+
+    #[test]
+    fn the_peer_of_a_socket_is_who_connected() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        // SAFETY: getuid has no arguments and cannot fail.
+        let me = unsafe { libc::getuid() };
+        assert_eq!(peer_uid(&a).unwrap(), me);
     }
 }

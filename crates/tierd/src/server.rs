@@ -1,7 +1,8 @@
 //! The API server: a Unix socket readable by root only, one thread per connection,
-//! each request run against the engine under its lock.
+//! each request run against the engine under its lock. The socket's mode is the first
+//! guard; the peer's credentials (`SO_PEERCRED`) the second, should the mode be widened.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
@@ -11,6 +12,11 @@ use anyhow::{Context, bail};
 
 use crate::api::{Request, Response};
 use crate::engine::Engine;
+
+/// The largest request line: the biggest real one (a `run` with a long argv) is a few KiB.
+pub const MAX_REQUEST_BYTES: u64 = 1 << 20;
+/// How long a client may take to send its request line.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Binds the socket, refusing to steal it from a live tierd.
 pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
@@ -38,20 +44,33 @@ pub fn serve(listener: UnixListener, engine: Arc<Mutex<Engine>>) {
 }
 
 fn handle(conn: UnixStream, engine: &Mutex<Engine>) {
-    let mut line = String::new();
-    if BufReader::new(&conn).read_line(&mut line).is_err() {
-        return;
-    }
-    let resp = match serde_json::from_str::<Request>(&line) {
+    let resp = match read_request(&conn) {
         Ok(req) => {
             let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
             dispatch(&mut e, req)
         }
-        Err(e) => Response::err(format!("bad request: {e}")),
+        Err(why) => Response::err(why),
     };
     let mut out = serde_json::to_string(&resp).unwrap_or_else(|_| r#"{"ok":false,"error":"unserializable"}"#.into());
     out.push('\n');
     let _ = (&conn).write_all(out.as_bytes());
+}
+
+/// Reads one request from a root peer; what is wrong with it otherwise, for the reply.
+fn read_request(conn: &UnixStream) -> Result<Request, String> {
+    match tierd_sys::process::peer_uid(conn) {
+        Ok(0) => {}
+        Ok(uid) => return Err(format!("refused: tierd's API serves root only (the caller is uid {uid})")),
+        Err(e) => return Err(format!("refused: the caller's credentials cannot be read: {e}")),
+    }
+    let _ = conn.set_read_timeout(Some(READ_TIMEOUT));
+    let mut line = String::new();
+    let mut reader = BufReader::new(conn.take(MAX_REQUEST_BYTES + 1));
+    reader.read_line(&mut line).map_err(|e| format!("bad request: {e}"))?;
+    if line.len() as u64 > MAX_REQUEST_BYTES {
+        return Err(format!("bad request: longer than {MAX_REQUEST_BYTES} bytes"));
+    }
+    serde_json::from_str::<Request>(&line).map_err(|e| format!("bad request: {e}"))
 }
 
 /// Runs one request.

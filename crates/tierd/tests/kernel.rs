@@ -342,3 +342,71 @@ fn a_tenant_that_outgrows_dram_and_the_tier_is_named_red_and_then_oom_killed() {
     assert!(d.stop().success(), "{}", d.log());
     assert!(d.owned_swaps().is_empty(), "the tier is swapped off on shutdown");
 }
+
+/// The API serves root only, even when the socket's mode is widened (the peer's
+/// credentials are checked), and a request line has a size limit.
+#[test]
+fn the_api_serves_root_only_and_bounds_its_requests() {
+    use std::io::{BufRead, Write};
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static"]);
+    // An unprivileged user who can reach the socket: a copy of tierctl it may run.
+    let ctl = d.dir.path().join("tierctl");
+    std::fs::copy(tierctl_bin(), &ctl).unwrap();
+    for (path, mode) in [(d.dir.path(), 0o755), (ctl.as_path(), 0o755), (d.socket.as_path(), 0o666)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let out = std::process::Command::new(&ctl)
+        .args(["--socket", d.socket.to_str().unwrap(), "status"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "nobody was served: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(err.contains("serves root only") && err.contains("uid 65534"), "{err}");
+
+    let mut s = std::os::unix::net::UnixStream::connect(&d.socket).unwrap();
+    let _ = s.write_all(&vec![b'x'; 2 << 20]);
+    let mut line = String::new();
+    std::io::BufReader::new(&s).read_line(&mut line).unwrap();
+    assert!(line.contains("longer than 1048576 bytes"), "{line}");
+    assert!(d.status()["tenants"].as_array().unwrap().is_empty(), "tierd still serves root");
+}
+
+/// A tierd that died and will not come back: `tierd --release STATE_DIR` lifts every
+/// limit it set and swaps its tier off, leaving the tenants running with their pages.
+#[test]
+fn release_lifts_what_a_dead_tierd_left_and_tenants_keep_every_page() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--ratio", "2", "--policy", "static", "--interval", "1s"]);
+    let work = ["--size", "384M", "--hot", "32M", "--phase", "active:30s", "--json", "--report", "5s"];
+    let pid = d.run_workload("w", &["--size", "384M"], &work);
+    wait_for("cold memory to reach the tier", Duration::from_secs(60), || u(&d.tenant("w")["tier_bytes"]) > 64 * MIB);
+    let tier_path = d.status()["tier"]["swap_path"].as_str().unwrap().to_string();
+    d.kill9();
+
+    let out = {
+        std::process::Command::new(tierd_bin())
+            .args(&d.args)
+            .arg("--release")
+            .arg(d.state_dir())
+            .args(["--socket", d.socket.to_str().unwrap(), "--cgroup-name", &d.cgroup_name])
+            .output()
+            .unwrap()
+    };
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("re-adopted") && err.contains("released"), "{err}");
+    assert!(alive(pid), "the tenant keeps running");
+    assert!(!swap_paths().contains(&tier_path), "the tier is swapped off: {err}");
+    let limit = std::fs::read_to_string(d.cgroup_dir().join("tenants/w/memory.limit_in_bytes")).unwrap();
+    assert!(limit.trim().parse::<u64>().unwrap() > 1 << 60, "no limit is left: {limit}");
+
+    wait_for("the workload to finish", Duration::from_secs(120), || !alive(pid));
+    let s = d.summary("w");
+    assert_eq!(u(&s["corrupt_pages"]), 0, "{s}");
+    assert_eq!(u(&s["verified_pages"]), 384 * MIB / 4096);
+}

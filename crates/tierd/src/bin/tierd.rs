@@ -78,6 +78,11 @@ struct Args {
     /// Validate the configuration, print it resolved, and exit.
     #[arg(long)]
     check: bool,
+    /// For a tierd that died and will not come back: re-adopt what it left in STATE_DIR
+    /// (give the same --config / --cgroup-name), lift every limit, swap the tier off where
+    /// DRAM can take it back, say what was done, and exit. Tenants keep running.
+    #[arg(long, value_name = "STATE_DIR")]
+    release: Option<PathBuf>,
 }
 
 /// How often tierd looks for tenants suddenly faulting from the tier.
@@ -126,7 +131,7 @@ fn run() -> anyhow::Result<()> {
     }
     raw.interval = args.interval.or(raw.interval);
     raw.oom_grace = args.oom_grace.or(raw.oom_grace);
-    raw.state_dir = args.state_dir.or(raw.state_dir);
+    raw.state_dir = args.release.clone().or(args.state_dir).or(raw.state_dir);
     raw.socket = args.socket.or(raw.socket);
     raw.cgroup_name = args.cgroup_name.or(raw.cgroup_name);
     raw.http = args.http.or(raw.http);
@@ -142,6 +147,10 @@ fn run() -> anyhow::Result<()> {
     if args.check {
         println!("{}", serde_json::to_string_pretty(&cfg)?);
         return Ok(());
+    }
+
+    if args.release.is_some() {
+        return release(cfg);
     }
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -206,5 +215,24 @@ fn run() -> anyhow::Result<()> {
     engine.lock().unwrap_or_else(|p| p.into_inner()).shutdown();
     let _ = std::fs::remove_file(&socket);
     eprintln!("tierd: stopped");
+    Ok(())
+}
+
+/// `--release`: a start that re-adopts the dead tierd's tier and tenants, then a clean stop.
+fn release(cfg: tierd_core::config::Config) -> anyhow::Result<()> {
+    let state = tierd::state::state_file(&cfg.state_dir);
+    if !state.exists() {
+        anyhow::bail!("{}: no tierd state here, nothing to release", state.display());
+    }
+    // Refuses while a live tierd serves the socket: releasing under it would fight it.
+    let _listener = tierd::server::bind(&cfg.socket)?;
+    let socket = cfg.socket.clone();
+    let result = Engine::start(cfg, true).map(|mut e| {
+        eprintln!("tierd: releasing what the last tierd left");
+        e.shutdown();
+    });
+    let _ = std::fs::remove_file(&socket);
+    result?;
+    eprintln!("tierd: released: limits lifted, tenants left running");
     Ok(())
 }
