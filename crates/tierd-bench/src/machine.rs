@@ -116,7 +116,15 @@ mod tests {
 
     #[test]
     fn own_cpu_and_rss_are_measurable() {
-        assert!(rss_bytes(std::process::id()) > 0);
-        assert!(cpu_seconds(std::process::id()) >= 0.0);
+        let me = std::process::id();
+        assert!(rss_bytes(me) > 1 << 20, "a running test holds more than a MiB");
+        let before = cpu_seconds(me);
+        let t0 = tierd_sys::process::thread_cpu_secs();
+        let mut x = 0u64;
+        while tierd_sys::process::thread_cpu_secs() - t0 < 0.3 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let used = cpu_seconds(me) - before;
+        assert!((0.2..5.0).contains(&used), "0.3 s of work counted as {used} s");
     }
 }

@@ -382,4 +382,39 @@ mod tests {
         assert_eq!("static".parse::<PolicyKind>(), Ok(PolicyKind::Static));
         assert!("lru".parse::<PolicyKind>().unwrap_err().contains("none, static or tierd"));
     }
+
+    /// Every accepted configuration keeps the bounds the daemon relies on.
+    fn assert_in_bounds(c: &Config) {
+        assert!(c.dram_budget >= 64 * MIB && c.dram_budget <= HOST);
+        assert!(c.ratio > 0.0 && c.ratio <= 16.0);
+        assert!(c.interval >= Duration::from_millis(100) && c.interval <= Duration::from_secs(600));
+        assert!(c.oom_grace >= Duration::from_secs(1) && c.oom_grace <= Duration::from_secs(3600));
+        assert!(c.tracker.window >= c.interval);
+        assert!(c.state_dir.is_absolute() && c.socket.is_absolute() && c.tier.path.is_absolute());
+        assert!(crate::TenantName::new(&c.cgroup_name).is_ok(), "the cgroup name stays one path component");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_a_configuration_in_bounds_or_a_clear_error(text in "\\PC{0,300}") {
+            match RawConfig::from_toml(&text).and_then(|r| r.validate(HOST)) {
+                Ok(c) => assert_in_bounds(&c),
+                Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+
+        #[test]
+        fn the_sample_with_a_line_replaced_is_in_bounds_or_a_clear_error(
+            at in 0usize..200,
+            line in "[a-z_.]{1,12} = (\"[ -~]{0,12}\"|-?[0-9]{1,22}(\\.[0-9]{1,3})?|true|\\[[ -~]{0,8}\\])"
+        ) {
+            let mut lines: Vec<&str> = SAMPLE_CONFIG.lines().collect();
+            let i = at % lines.len();
+            lines[i] = &line;
+            match RawConfig::from_toml(&lines.join("\n")).and_then(|r| r.validate(HOST)) {
+                Ok(c) => assert_in_bounds(&c),
+                Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+    }
 }

@@ -347,4 +347,22 @@ mod tests {
         let e = serde_json::from_str::<Request>(r#"{"op":"detach","name":"../../etc"}"#).unwrap_err();
         assert!(e.to_string().contains("must start with a letter"), "{e}");
     }
+
+    proptest::proptest! {
+        /// Whatever arrives on the socket decodes to a request or is refused; a name
+        /// that could leave tierd's cgroup or state directory never gets through.
+        #[test]
+        fn hostile_names_never_decode(name in "\\PC{0,80}", op in "(detach|remove|demote|prefetch|collapse)") {
+            let line = serde_json::json!({ "op": op, "name": name }).to_string();
+            let decoded = serde_json::from_str::<Request>(&line);
+            proptest::prop_assert_eq!(decoded.is_ok(), TenantName::new(&name).is_ok(), "{}", line);
+        }
+
+        #[test]
+        fn any_line_is_a_request_or_an_error(line in "\\PC{0,200}") {
+            if let Ok(Request::Run { spec, .. } | Request::Attach { spec, .. }) = serde_json::from_str::<Request>(&line) {
+                proptest::prop_assert!(TenantName::new(spec.name.as_str()).is_ok());
+            }
+        }
+    }
 }

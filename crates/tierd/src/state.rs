@@ -79,4 +79,30 @@ mod tests {
         let e = SavedState::load(t.path()).unwrap_err();
         assert!(e.to_string().contains("move it aside"), "{e}");
     }
+
+    proptest::proptest! {
+        /// A corrupt state file is a clear error that says what to do, never a crash or
+        /// an adoption of something half-read.
+        #[test]
+        fn a_corrupt_state_file_is_refused_with_advice(cut in 0usize..400, junk in "\\PC{0,20}") {
+            let t = tempfile::tempdir().unwrap();
+            let good = SavedState {
+                tier: None,
+                tenants: vec![SavedTenant {
+                    spec: tierd_core::tenant::TenantSpec::new(TenantName::new("db").unwrap()),
+                    argv: vec!["sleep".into(), "9".into()],
+                    life: Life::Running,
+                }],
+            };
+            let text = serde_json::to_string_pretty(&good).unwrap();
+            let cut = cut.min(text.len());
+            let broken = format!("{}{junk}", text.get(..cut).unwrap_or(""));
+            std::fs::write(state_file(t.path()), &broken).unwrap();
+            match SavedState::load(t.path()) {
+                // Only the whole file (junk that is whitespace) reads, and then as written.
+                Ok(s) => proptest::prop_assert!(s.tenants.len() == 1 && s.tenants[0].spec.name.as_str() == "db"),
+                Err(e) => proptest::prop_assert!(e.to_string().contains("move it aside"), "{e}"),
+            }
+        }
+    }
 }
