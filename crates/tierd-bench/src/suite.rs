@@ -554,8 +554,13 @@ pub fn estimate_secs(chosen: &[Scenario], plan: &Plan) -> u64 {
         * plan.reps as u64
 }
 
-/// Runs the plan, writing results as each point completes.
-pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
+/// Runs the plan, adding to the results in `out`; `written` gets them after each point
+/// (the caller writes them there: an interrupted run keeps what it measured).
+pub fn run_plan(
+    out: &Path,
+    plan: &Plan,
+    mut written: impl FnMut(&Results) -> anyhow::Result<()>,
+) -> anyhow::Result<Results> {
     let chosen = choose(plan)?;
     let total = estimate_secs(&chosen, plan);
     let bar = indicatif::ProgressBar::new(total);
@@ -595,8 +600,7 @@ pub fn run_plan(out: &Path, plan: &Plan) -> anyhow::Result<Results> {
                 }
             }
             res.put(aggregate(p, sc, &samples));
-            // Written as we go: an interrupted run keeps what it measured.
-            crate::report::write(out, &res)?;
+            written(&res)?;
         }
     }
     bar.finish_and_clear();

@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tierd_sys::memory::{AnonMemory, PageKind};
 
-pub const PAGE: usize = 4096;
+pub const PAGE: usize = tierd_core::size::PAGE as usize;
 const WORDS: usize = PAGE / 8;
 /// Words in one cache line: what an access reads.
 const LINE: usize = 8;

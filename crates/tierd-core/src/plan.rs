@@ -58,7 +58,74 @@ pub struct Plan {
     pub group_limit: Option<u64>,
     pub tenants: Vec<TenantPlan>,
     /// Host-wide decisions and warnings, such as demotion being throttled.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
+}
+
+/// A host-wide decision or warning of one pass, as data; text only where it is shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Note {
+    /// DRAM is short of the working tenants' hot sets and per-tenant quotas are in force:
+    /// the work a second (in cores) they buy against one shared limit.
+    Quotas { needs: u64, budget: u64, model_work: f64, shared_work: f64 },
+    /// DRAM is short, but quotas would not beat one shared limit by `margin` (a share).
+    SharedWhileShort { needs: u64, budget: u64, margin: f64 },
+    /// Demotion waits: the tier reads slower than health's red line (µs).
+    SlowTier { read_us: f64 },
+    /// Demotion waits: the tier device is busy this share of the time.
+    BusyTier { utilization: f64 },
+    /// Back to one shared limit: a tenant's measured progress stayed below the model's
+    /// prediction for two windows.
+    FellShort,
+}
+
+impl Note {
+    /// Notes are logged when the set of kinds changes, not each time a figure moves.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Note::Quotas { .. } => "quotas",
+            Note::SharedWhileShort { .. } => "shared while short",
+            Note::SlowTier { .. } | Note::BusyTier { .. } => "demotion throttled",
+            Note::FellShort => "fell short",
+        }
+    }
+
+    pub fn throttles_demotion(&self) -> bool {
+        matches!(self, Note::SlowTier { .. } | Note::BusyTier { .. })
+    }
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::size::human;
+        match self {
+            Note::Quotas { needs, budget, model_work, shared_work } => write!(
+                f,
+                "DRAM short: working tenants' hot sets come to {} against the {} budget; per-tenant quotas buy \
+                 {model_work:.2} cores of work a second against {shared_work:.2} under one shared limit",
+                human(*needs),
+                human(*budget)
+            ),
+            Note::SharedWhileShort { needs, budget, margin } => write!(
+                f,
+                "DRAM short (hot sets of {} on {}), but per-tenant quotas would not beat one shared limit by {:.0}%: \
+                 the kernel's LRU decides",
+                human(*needs),
+                human(*budget),
+                margin * 100.0
+            ),
+            Note::SlowTier { read_us } => {
+                write!(f, "demotion throttled: tier read latency {read_us:.0} µs is above 400 µs")
+            }
+            Note::BusyTier { utilization } => {
+                write!(f, "demotion throttled: tier device busy {:.0}% of the time", utilization * 100.0)
+            }
+            Note::FellShort => write!(
+                f,
+                "back to one shared limit: a tenant's measured progress stayed below the model's prediction for two \
+                 windows"
+            ),
+        }
+    }
 }
 
 impl Plan {

@@ -12,6 +12,10 @@ pub const KIB: u64 = 1 << 10;
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;
 pub const TIB: u64 = 1 << 40;
+/// A base page on x86-64 and arm64 (4 KiB kernels), the unit of swap and of sampling.
+pub const PAGE: u64 = 4 * KIB;
+/// A transparent huge page (PMD-sized): the unit regions are tracked in.
+pub const HUGE_PAGE: u64 = 2 * MIB;
 
 /// A number of bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -83,7 +83,7 @@ pub fn render(entries: &[u64], working_sets: &[u64]) -> String {
 mod tests {
     use super::*;
 
-    const GIB: u64 = 1 << 30;
+    use crate::size::GIB;
 
     #[test]
     fn reproduces_the_seed_table() {

@@ -9,9 +9,9 @@
 pub const DT: f64 = 0.02;
 /// The machines have 2 cores (DESIGN).
 pub const CPUS: f64 = 2.0;
-pub const PAGE: f64 = 4096.0;
+pub const PAGE: f64 = tierd_core::size::PAGE as f64;
 pub const REGION_PAGES: usize = 512;
-pub const REGION: u64 = 2 << 20;
+pub const REGION: u64 = tierd_core::size::HUGE_PAGE;
 
 /// CPU per access of the workload generator (a cache line read and checked, two clock
 /// reads): density-2x/2x under `dram`, four tenants on two cores did 1.82 M ops/s each.

@@ -11,13 +11,13 @@
 
 use std::collections::VecDeque;
 
+use tierd_core::estimates::{Estimate, Estimates};
 use tierd_core::snapshot::{Activeness, Range, Region};
 
 use crate::calib::{PAGE, REGION, SAMPLE_CPU_SECS, SCAN_CPU_SECS_PER_GIB};
 use crate::memory::Memory;
 
 const CLUSTER: f64 = 4.0;
-const PEAK_HORIZON_SECS: f64 = 1800.0;
 const TARGET_REL_CI: f64 = 0.05;
 /// Share of a tenant's time the refaults of its samples may take when each is a read.
 const REFAULT_TIME_SHARE: f64 = 0.01;
@@ -51,16 +51,6 @@ impl RegionState {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Estimate {
-    at: f64,
-    bytes: f64,
-    var: f64,
-    faulted: f64,
-    /// Share of the interval's samples that came back.
-    returned: f64,
-}
-
-#[derive(Debug, Clone, Copy)]
 struct Batch {
     drawn: f64,
     sampled: f64,
@@ -82,8 +72,7 @@ pub struct Tracker {
     pending: Vec<Sample>,
     sampled_from: f64,
     regions: Vec<RegionState>,
-    history: VecDeque<Estimate>,
-    peaks: VecDeque<(f64, u64)>,
+    estimates: Estimates,
     batches: VecDeque<Batch>,
     observed: bool,
     last_observed: Option<f64>,
@@ -126,8 +115,7 @@ impl Tracker {
             pending: Vec::new(),
             sampled_from: 0.0,
             regions: vec![RegionState::default(); regions],
-            history: VecDeque::new(),
-            peaks: VecDeque::new(),
+            estimates: Estimates::default(),
             batches: VecDeque::new(),
             observed: false,
             last_observed: None,
@@ -202,7 +190,7 @@ impl Tracker {
             let (mean, var) = mean_and_var(&fracs);
             let r = self.sampled_from;
             let faulted = faulted_in.max(o.own_faults * PAGE);
-            self.history.push_back(Estimate {
+            self.estimates.push(Estimate {
                 at: now,
                 bytes: mean * r + faulted,
                 var: var * r * r,
@@ -222,15 +210,7 @@ impl Tracker {
                 self.pages = self.pages.clamp(self.min_pages, self.max_pages);
             }
         }
-        while self.history.front().is_some_and(|e| now - e.at > self.window) {
-            self.history.pop_front();
-        }
-        if let Some(a) = self.activeness() {
-            self.peaks.push_back((now, a.active_bytes));
-            while self.peaks.front().is_some_and(|(t, _)| now - t > PEAK_HORIZON_SECS) {
-                self.peaks.pop_front();
-            }
-        }
+        self.estimates.age(now, self.window);
 
         // Next interval's samples; none from a tenant at rest: it touches nothing there is
         // to see, and each page sampled out is a fault the moment it wakes.
@@ -317,28 +297,12 @@ impl Tracker {
     fn touched_in_window(&self, now: f64) -> Option<u64> {
         let b = self.batches.iter().find(|b| now - b.drawn >= self.window - self.interval / 2.0)?;
         let share = if b.sampled == 0.0 { 0.0 } else { b.returned / b.sampled };
-        let faulted: f64 = self.history.iter().filter(|e| e.at > b.drawn).map(|e| e.faulted).sum();
+        let faulted = self.estimates.faulted_since(b.drawn);
         Some((share * b.from + faulted) as u64)
     }
 
     pub fn activeness(&self) -> Option<Activeness> {
-        let k = self.history.len();
-        if k == 0 {
-            return None;
-        }
-        let mean = self.history.iter().map(|e| e.bytes).sum::<f64>() / k as f64;
-        let var = self.history.iter().map(|e| e.var).sum::<f64>() / (k * k) as f64;
-        let active = mean.max(0.0) as u64;
-        Some(Activeness {
-            active_bytes: active,
-            ci_bytes: (1.96 * var.sqrt()) as u64,
-            peak_bytes: self.peaks.iter().map(|p| p.1).max().unwrap_or(0).max(active),
-            last_interval_bytes: self.history.back().map_or(0, |e| e.bytes.max(0.0) as u64),
-            recent_bytes: (k >= 2)
-                .then(|| self.history.iter().rev().take(2).map(|e| e.bytes.max(0.0) as u64).max().unwrap_or(0)),
-            touched_in_window_bytes: self.last_observed.and_then(|now| self.touched_in_window(now)),
-            returned_share: self.history.back().map(|e| e.returned),
-        })
+        self.estimates.activeness(self.last_observed.and_then(|now| self.touched_in_window(now)))
     }
 
     /// Heat per region, as the snapshot carries it (`pid` stands for the tenant).

@@ -184,6 +184,32 @@ impl PageCounts {
     }
 }
 
+/// Private anonymous ranges of a process: the memory that can live on the tier.
+pub fn anon_ranges(proc: &crate::procfs::ProcFs, pid: u32) -> Vec<(u64, u64)> {
+    proc.maps(pid)
+        .map(|m| m.into_iter().filter(|m| m.is_anon_private()).map(|m| (m.start, m.end)).collect())
+        .unwrap_or_default()
+}
+
+/// Page runs of the anonymous memory of `pid`; `None` if the scan failed.
+pub fn scan(proc: &crate::procfs::ProcFs, pid: u32) -> Option<Vec<PageRegion>> {
+    scan_mappings(proc, pid).map(|(_, runs)| runs)
+}
+
+/// Address ranges `[start, end)` of a process's mappings, in address order.
+pub type Mappings = Vec<(u64, u64)>;
+
+/// The anonymous mappings of `pid` and their page runs.
+pub fn scan_mappings(proc: &crate::procfs::ProcFs, pid: u32) -> Option<(Mappings, Vec<PageRegion>)> {
+    let pm = Pagemap::open(proc.root(), pid).ok()?;
+    let ranges = anon_ranges(proc, pid);
+    let mut out = Vec::new();
+    for &(start, end) in &ranges {
+        out.extend(pm.scan(start, end).ok()?);
+    }
+    Some((ranges, out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

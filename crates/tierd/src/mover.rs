@@ -7,12 +7,11 @@
 
 use std::time::Instant;
 
+use tierd_core::size::HUGE_PAGE as HUGE;
 use tierd_sys::madvise::{Advice, AdviseResult, Pidfd};
-use tierd_sys::pagemap::{PAGE_IS_HUGE, PAGE_IS_PRESENT, PAGE_IS_SWAPPED, PageRegion, Pagemap};
+use tierd_sys::pagemap::{PAGE_IS_HUGE, PAGE_IS_PRESENT, PAGE_IS_SWAPPED, PageRegion, Pagemap, anon_ranges, scan};
 use tierd_sys::procfs::ProcFs;
 use tierd_sys::procmem::ProcMem;
-
-pub const HUGE: u64 = 2 << 20;
 
 /// The outcome of one mover pass over one process.
 #[derive(Debug, Clone, Copy, Default)]
@@ -43,32 +42,6 @@ fn add_advice(to: &mut AdviseResult, o: AdviseResult) {
 /// scattered pages came back at ~1.6 MiB/s, and 16 MiB batches overran a 5 s deadline
 /// by 10 s; 512 pages in flight still fill the tier's queue on a fast one.
 const PREFETCH_BATCH: u64 = 2 << 20;
-
-/// Private anonymous ranges of a process: the memory that can live on the tier.
-pub fn anon_ranges(proc: &ProcFs, pid: u32) -> Vec<(u64, u64)> {
-    proc.maps(pid)
-        .map(|m| m.into_iter().filter(|m| m.is_anon_private()).map(|m| (m.start, m.end)).collect())
-        .unwrap_or_default()
-}
-
-/// Page runs of the anonymous memory of `pid`; `None` if the scan failed.
-pub fn scan(proc: &ProcFs, pid: u32) -> Option<Vec<PageRegion>> {
-    scan_mappings(proc, pid).map(|(_, runs)| runs)
-}
-
-/// Address ranges `[start, end)` of a process's mappings, in address order.
-pub type Mappings = Vec<(u64, u64)>;
-
-/// The anonymous mappings of `pid` and their page runs.
-pub fn scan_mappings(proc: &ProcFs, pid: u32) -> Option<(Mappings, Vec<PageRegion>)> {
-    let pm = Pagemap::open(proc.root(), pid).ok()?;
-    let ranges = anon_ranges(proc, pid);
-    let mut out = Vec::new();
-    for &(start, end) in &ranges {
-        out.extend(pm.scan(start, end).ok()?);
-    }
-    Some((ranges, out))
-}
 
 fn runs(regions: &[PageRegion], want: u64, limit: u64) -> (Vec<(u64, u64)>, u64) {
     let mut out = Vec::new();

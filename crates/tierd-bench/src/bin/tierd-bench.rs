@@ -359,7 +359,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             if dry_run {
                 return Ok(0);
             }
-            let r = tierd_bench::suite::run_plan(&out, &plan)?;
+            let r = tierd_bench::suite::run_plan(&out, &plan, |res| tierd_bench::report::write(&out, res))?;
             for p in &r.results {
                 let line: Vec<String> =
                     p.modes.iter().map(|m| format!("{} {:.3}", m.mode.name(), m.relative_throughput)).collect();

@@ -129,7 +129,7 @@ fn greedy(budget: u64, claims: &[Claim], start: &[u64]) -> (Vec<u64>, u64, Vec<b
 mod tests {
     use super::*;
 
-    const MIB: u64 = 1 << 20;
+    use crate::size::MIB;
 
     /// A uniform hot set of `hot` MiB worth `value`: nearly nothing below it.
     fn cliff(hot: u64, value: f64) -> Claim {

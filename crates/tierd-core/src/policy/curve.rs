@@ -15,7 +15,7 @@
 use crate::policy::Knobs;
 use crate::snapshot::{TenantView, TierView};
 
-const PAGE: f64 = 4096.0;
+const PAGE: f64 = crate::size::PAGE as f64;
 /// A read from the tier when none was timed lately: the fast tier's p50 here.
 const DEFAULT_READ_SECS: f64 = 80e-6;
 /// Tier reads a second that say a working tenant lacks part of its hot set.

@@ -46,8 +46,7 @@ pub(crate) mod testutil {
     use crate::snapshot::{Snapshot, TenantView, TierView};
     use crate::tenant::TenantSpec;
 
-    pub const MIB: u64 = 1 << 20;
-    pub const GIB: u64 = 1 << 30;
+    pub use crate::size::{GIB, MIB};
 
     pub fn tenant(name: &str, size: u64) -> TenantView {
         let mut spec = TenantSpec::new(TenantName::new(name).unwrap());

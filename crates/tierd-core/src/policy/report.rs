@@ -135,7 +135,7 @@ pub fn what_if(snap: &Snapshot, k: &Knobs, budget: u64, add: &[(u32, TenantName)
         active_bytes: touched,
         health: health::active_memory(touched, budget),
         work_done: if weight > 0.0 { done / weight } else { 1.0 },
-        notes: plan.notes,
+        notes: plan.notes.iter().map(|n| n.to_string()).collect(),
     })
 }
 

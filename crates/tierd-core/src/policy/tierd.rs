@@ -17,14 +17,14 @@
 //!    cuts and of the kernel's reclaim, relayout of resting working sets while the tier
 //!    is idle, huge-page rebuilds.
 
-use crate::plan::{Plan, TenantPlan};
+use crate::plan::{Note, Plan, TenantPlan};
 use crate::policy::allocate::{Claim, allocate};
 use crate::policy::curve::{Curve, fault_secs};
 use crate::policy::{Knobs, MIN_QUOTA, moves};
 use crate::size::human;
 use crate::snapshot::{Range, Region, Snapshot, TenantView};
 
-const PAGE: f64 = 4096.0;
+const PAGE: f64 = crate::size::PAGE as f64;
 /// Reads a fault on a region laid out in runs saves by reading its neighbours along.
 const RUN_READS_SAVED: f64 = 8.0;
 /// Room a resting tenant needs above what it holds to lay its working set out.
@@ -204,21 +204,8 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
 
     let mut notes = Vec::new();
     match mode {
-        Mode::Quotas => notes.push(format!(
-            "DRAM short: working tenants' hot sets come to {} against the {} budget; per-tenant quotas buy {:.2} \
-             cores of work a second against {:.2} under one shared limit",
-            human(needs),
-            human(budget),
-            model_work,
-            shared_work
-        )),
-        Mode::Shared { short: true } => notes.push(format!(
-            "DRAM short (hot sets of {} on {}), but per-tenant quotas would not beat one shared limit by {:.0}%: the \
-             kernel's LRU decides",
-            human(needs),
-            human(budget),
-            k.quota_margin * 100.0
-        )),
+        Mode::Quotas => notes.push(Note::Quotas { needs, budget, model_work, shared_work }),
+        Mode::Shared { short: true } => notes.push(Note::SharedWhileShort { needs, budget, margin: k.quota_margin }),
         Mode::Shared { short: false } => {}
     }
     let throttled = tier_throttled(snap);
@@ -229,11 +216,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let window = snap.window_secs.max(snap.interval_secs);
     let room = room_demotions(&states, free, window, (k.demote_rate as f64 * snap.interval_secs) as u64);
     if fell_short {
-        notes.push(
-            "back to one shared limit: a tenant's measured progress stayed below the model's prediction for two \
-             windows"
-                .into(),
-        );
+        notes.push(Note::FellShort);
     }
     let tenants = states
         .iter()
@@ -294,14 +277,13 @@ fn room_demotions(states: &[State], free: u64, window: f64, per_tenant: u64) -> 
 }
 
 /// Why demotion waits: the tier is slow (red read latency) or saturated.
-fn tier_throttled(snap: &Snapshot) -> Option<String> {
+fn tier_throttled(snap: &Snapshot) -> Option<Note> {
     if let Some(us) = snap.tier.read_latency_us
         && crate::health::tier_read_latency(us) == crate::health::Colour::Red
     {
-        return Some(format!("demotion throttled: tier read latency {us:.0} µs is above 400 µs"));
+        return Some(Note::SlowTier { read_us: us });
     }
-    (snap.tier.utilization >= 0.9)
-        .then(|| format!("demotion throttled: tier device busy {:.0}% of the time", snap.tier.utilization * 100.0))
+    (snap.tier.utilization >= 0.9).then_some(Note::BusyTier { utilization: snap.tier.utilization })
 }
 
 /// One tenant's quota and moves; `room` is its share of the demotions ahead of the
@@ -470,7 +452,7 @@ mod tests {
         assert_eq!(q.iter().filter(|&&x| x >= 192 * MIB).count(), 5, "{q:?}");
         assert!(q.iter().any(|&x| x <= 64 * MIB), "the sixth gets what is left, not a part of the others': {q:?}");
         assert!(q.iter().sum::<u64>() <= GIB);
-        assert!(p.notes[0].starts_with("DRAM short"), "{:?}", p.notes);
+        assert!(matches!(p.notes[0], Note::Quotas { .. } | Note::SharedWhileShort { .. }), "{:?}", p.notes);
         assert!(p.tenants.iter().filter(|t| t.quota >= Some(192 * MIB)).all(|t| t.predicted_useful > Some(0.9)));
     }
 
@@ -546,7 +528,7 @@ mod tests {
         ts[0].short_secs = Some(121.0);
         let p = plan(&snap_of(GIB, ts), &K);
         assert_eq!(quotas(&p), vec![None; 6]);
-        assert!(p.notes.iter().any(|n| n.starts_with("back to one shared limit")), "{:?}", p.notes);
+        assert!(p.notes.contains(&Note::FellShort), "{:?}", p.notes);
     }
 
     #[test]

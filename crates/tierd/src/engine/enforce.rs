@@ -12,10 +12,10 @@ impl Engine {
                 Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
             }
         }
-        let kinds: Vec<String> = plan.notes.iter().map(|n| n.split(':').next().unwrap_or("").to_string()).collect();
+        let kinds: Vec<&'static str> = plan.notes.iter().map(|n| n.kind()).collect();
         if kinds != self.note_kinds {
             for note in &plan.notes {
-                self.events.decision(None, note.clone());
+                self.events.decision(None, note.to_string());
             }
             self.note_kinds = kinds;
         }
@@ -287,7 +287,7 @@ impl Engine {
             let ranges = mine(&tp.collapse);
             if !ranges.is_empty() {
                 let r = p.advise(tierd_sys::madvise::Advice::Collapse, &ranges);
-                collapsed += (r.bytes / mover::HUGE) as usize;
+                collapsed += (r.bytes / tierd_core::size::HUGE_PAGE) as usize;
                 failed.push(("process_madvise MADV_COLLAPSE", r));
             }
         }

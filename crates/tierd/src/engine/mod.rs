@@ -88,8 +88,8 @@ pub struct Engine {
     tier_view: TierView,
     self_cpu_percent: f64,
     /// The policy's host-wide notes of the last interval, and their kinds (logged on change).
-    notes: Vec<String>,
-    note_kinds: Vec<String>,
+    notes: Vec<tierd_core::plan::Note>,
+    note_kinds: Vec<&'static str>,
     /// Host and tenant figures every 10 s for the last hour (dashboard, `top`).
     pub history: History,
     started: Instant,

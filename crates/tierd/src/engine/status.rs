@@ -112,7 +112,7 @@ impl Engine {
                 tier_used: self.tier_view.used_bytes,
                 tier_read_latency_us: self.tier_view.read_latency_us,
                 tenant_errors: tenant_errors(&tenants),
-                throttled: self.notes.iter().find(|n| n.starts_with("demotion throttled")).cloned(),
+                throttled: self.notes.iter().find(|n| n.throttles_demotion()).map(|n| n.to_string()),
                 waiting: self
                     .tenants
                     .iter()

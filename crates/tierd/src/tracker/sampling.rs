@@ -26,25 +26,22 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use tierd_core::estimates::{Estimate, Estimates};
+use tierd_core::size::{HUGE_PAGE, PAGE};
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::{Advice, Pidfd};
 use tierd_sys::pagemap::{PAGE_IS_HUGE, PAGE_IS_PRESENT, PAGE_IS_SWAPPED, PageRegion};
 use tierd_sys::procfs::ProcFs;
 
 use super::{Tracker, TrackerCost};
-use crate::mover;
 
-const PAGE: u64 = 4096;
 /// Heat is kept per 2 MiB region: the huge-page size, and what prefetch moves at once.
-pub const REGION: u64 = 2 << 20;
+pub const REGION: u64 = HUGE_PAGE;
 /// Intervals a huge page whose sample came back counts as hot without being sampled again.
 const HUGE_RECHECK_INTERVALS: f64 = 20.0;
 /// Known-hot huge pages sampled per interval all the same, to notice a tenant going
 /// quiet: when half of them were not touched, every huge page is measured again.
 const CANARIES: usize = 2;
-/// How long the peak activeness is remembered (what a waking tenant gets back).
-const PEAK_HORIZON_SECS: f64 = 1800.0;
-
 /// Share of a tenant's time the refaults of its sampled pages may take when each is a
 /// read from the tier. A sampled page that came back from the tier before still has
 /// its swap slot, so `MADV_PAGEOUT` frees it at once and its next touch reads the tier:
@@ -179,18 +176,6 @@ impl RegionState {
     }
 }
 
-/// One interval's estimate.
-#[derive(Debug, Clone, Copy)]
-struct Estimate {
-    at: f64,
-    bytes: f64,
-    var: f64,
-    /// Of which memory that became resident (tier faults, new pages).
-    faulted: f64,
-    /// Share of the interval's small samples that came back.
-    returned: f64,
-}
-
 /// The small samples drawn at one observation, followed through the window: the
 /// share that came back at any re-check is the share of memory touched within it.
 #[derive(Debug, Clone, Copy)]
@@ -222,8 +207,7 @@ pub struct SamplingTracker {
     regions: HashMap<(u32, u64), RegionState>,
     /// Mappings (pid, start) the kernel has put huge pages in: THP is on for them.
     huge_mappings: HashSet<(u32, u64)>,
-    history: VecDeque<Estimate>,
-    peaks: VecDeque<(f64, u64)>,
+    estimates: Estimates,
     observed: bool,
     cost: TrackerCost,
     batches: VecDeque<Batch>,
@@ -252,8 +236,7 @@ impl SamplingTracker {
             counted_whole_bytes: 0,
             regions: HashMap::new(),
             huge_mappings: HashSet::new(),
-            history: VecDeque::new(),
-            peaks: VecDeque::new(),
+            estimates: Estimates::default(),
             observed: false,
             cost: TrackerCost::default(),
             budget_pages: u32::MAX,
@@ -290,7 +273,7 @@ impl SamplingTracker {
         let window = self.cfg.window_secs;
         let b = self.batches.iter().find(|b| now - b.drawn >= window - self.cfg.interval_secs / 2.0)?;
         let share = if b.sampled == 0 { 0.0 } else { b.returned as f64 / b.sampled as f64 };
-        let faulted: f64 = self.history.iter().filter(|e| e.at > b.drawn).map(|e| e.faulted).sum();
+        let faulted = self.estimates.faulted_since(b.drawn);
         Some((share * b.from as f64 + faulted) as u64 + self.counted_whole_bytes)
     }
 
@@ -531,10 +514,10 @@ impl Tracker for SamplingTracker {
     fn observe(&mut self, procs: &[Pidfd], tier_faults: u64, now: f64, at_rest: bool) {
         let t0 = tierd_sys::process::thread_cpu_secs();
         let mut scans: Vec<(u32, Vec<PageRegion>)> = Vec::new();
-        let mut mappings: HashMap<u32, mover::Mappings> = HashMap::new();
+        let mut mappings: HashMap<u32, tierd_sys::pagemap::Mappings> = HashMap::new();
         for p in procs {
             self.cost.syscalls += 1;
-            match mover::scan_mappings(&self.proc, p.pid()) {
+            match tierd_sys::pagemap::scan_mappings(&self.proc, p.pid()) {
                 Some((ranges, mut runs)) => {
                     runs.sort_by_key(|r| r.start);
                     scans.push((p.pid(), runs));
@@ -657,7 +640,7 @@ impl Tracker for SamplingTracker {
             // Under pressure pages fault in and are evicted again within one interval,
             // so region counts miss some: every major fault was a touched page too.
             let faulted = faulted_in.max(tier_faults * PAGE) as f64;
-            self.history.push_back(Estimate {
+            self.estimates.push(Estimate {
                 at: now,
                 bytes: mean * r + huge_mean * hr + self.counted_whole_bytes as f64 + faulted,
                 var: var * r * r + huge_var * hr * hr,
@@ -680,15 +663,7 @@ impl Tracker for SamplingTracker {
                 self.pages = self.pages.clamp(self.cfg.min_pages, self.cfg.max_pages);
             }
         }
-        while self.history.front().is_some_and(|e| now - e.at > window) {
-            self.history.pop_front();
-        }
-        if let Some(a) = self.activeness() {
-            self.peaks.push_back((now, a.active_bytes));
-            while self.peaks.front().is_some_and(|(t, _)| now - t > PEAK_HORIZON_SECS) {
-                self.peaks.pop_front();
-            }
-        }
+        self.estimates.age(now, window);
 
         // 4. Next interval's samples: unmap them now, as many as the CPU and IO budgets
         // allow (kept in `pages`, so it does not grow while capped; the first draw
@@ -744,23 +719,7 @@ impl Tracker for SamplingTracker {
     }
 
     fn activeness(&self) -> Option<Activeness> {
-        let k = self.history.len();
-        if k == 0 {
-            return None;
-        }
-        let mean = self.history.iter().map(|e| e.bytes).sum::<f64>() / k as f64;
-        let var = self.history.iter().map(|e| e.var).sum::<f64>() / (k * k) as f64;
-        let active = mean.max(0.0) as u64;
-        Some(Activeness {
-            active_bytes: active,
-            ci_bytes: (1.96 * var.sqrt()) as u64,
-            peak_bytes: self.peaks.iter().map(|p| p.1).max().unwrap_or(0).max(active),
-            last_interval_bytes: self.history.back().map_or(0, |e| e.bytes.max(0.0) as u64),
-            recent_bytes: (k >= 2)
-                .then(|| self.history.iter().rev().take(2).map(|e| e.bytes.max(0.0) as u64).max().unwrap_or(0)),
-            touched_in_window_bytes: self.last_observed.and_then(|now| self.touched_in_window(now)),
-            returned_share: self.history.back().map(|e| e.returned),
-        })
+        self.estimates.activeness(self.last_observed.and_then(|now| self.touched_in_window(now)))
     }
 
     fn regions(&self, now: f64) -> Vec<Region> {
@@ -925,7 +884,7 @@ mod tests {
         t.batch_returned(0.0, 100 * PAGE);
         t.batch_returned(5.0, 400 * PAGE);
         for at in [5.0, 10.0, 15.0, 20.0, 25.0, 30.0] {
-            t.history.push_back(Estimate { at, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
+            t.estimates.push(Estimate { at, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
         }
         assert_eq!(t.touched_in_window(20.0), None, "no batch is a window old yet");
         assert_eq!(
