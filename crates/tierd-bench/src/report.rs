@@ -78,6 +78,18 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
          scaled to 8 GiB of tenant memory (the budget is 1%).\n",
         r.reps, r.scale, r.tier
     );
+    // A tierd figure is the policy's it ran: say when the points mix generations.
+    let policy = |p: &PointResult| p.taken.as_ref().unwrap_or(&r.run).policy.clone();
+    let older = r.results.iter().filter(|p| policy(p) != r.run.policy).count();
+    if older > 0 {
+        let _ = write!(
+            md,
+            "\n**{older} of {} points ran an earlier `tierd` policy** (the rule-based one, before policy v2: \
+             docs/decisions/001); their `tierd` figures, and the goals judged on them, are that policy's. Each \
+             point names its policy.\n",
+            r.results.len()
+        );
+    }
     md += "\n## Goals\n\n| scenario | goal | measured | verdict |\n|---|---|---|---|\n";
     for g in goals(r) {
         let _ = writeln!(md, "| {} | {} | {} | {} |", g.scenario, g.goal, g.measured, g.verdict.word());
@@ -96,9 +108,13 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
         for p in &points {
             let reps = p.modes.iter().map(|m| m.reps).max().unwrap_or(0);
             // Every point names the code that measured it.
+            let named = match policy(p).as_str() {
+                "" => "the rule-based policy".to_string(),
+                g => format!("policy {g}"),
+            };
             let when = match &p.taken {
-                Some(t) if *t != r.run => format!("; taken {} ({})", t.date, t.commit),
-                _ => format!("; taken by the latest run ({})", r.run.commit),
+                Some(t) if *t != r.run => format!("; taken {} ({}, {named})", t.date, t.commit),
+                _ => format!("; taken by the latest run ({}, {named})", r.run.commit),
             };
             let _ = write!(
                 md,
@@ -324,6 +340,7 @@ pub(crate) mod tests {
         old.commit = "abc1234".into();
         let mut older = old.clone();
         older.commit = "0ld0000".into();
+        older.policy = String::new();
         for (label, taken) in [("25%", &old), ("50%", &older), ("75%", &old), ("90%", &r.run.clone())] {
             let mut p = pt("active-sweep", label, vec![mode_result(Mode::Dram, 1.0, &[])]);
             p.taken = Some(taken.clone());
@@ -333,9 +350,13 @@ pub(crate) mod tests {
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert_eq!(md.matches("- 2026-01-01T00:00:00Z (abc1234)").count(), 1, "{md}");
         assert_eq!(md.matches("- 2026-01-01T00:00:00Z (0ld0000)").count(), 1, "{md}");
-        assert_eq!(md.matches("; taken 2026-01-01T00:00:00Z (abc1234)").count(), 2, "{md}");
+        assert_eq!(md.matches("; taken 2026-01-01T00:00:00Z (abc1234, ").count(), 2, "{md}");
         assert_eq!(md.matches("; taken 2026").count(), 3, "{md}");
         assert_eq!(md.matches("; taken by the latest run").count(), 1, "every point names its commit: {md}");
+        assert!(
+            md.contains("(0ld0000, the rule-based policy)") && md.contains("**1 of 4 points ran an earlier"),
+            "{md}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
