@@ -77,6 +77,22 @@ impl Estimates {
     }
 }
 
+/// Mean and variance-of-the-mean of the fractions of sample clusters that came back.
+pub fn mean_and_var(fracs: &[f64]) -> (f64, f64) {
+    let m = fracs.len() as f64;
+    if m == 0.0 {
+        return (0.0, 0.0);
+    }
+    let mean = fracs.iter().sum::<f64>() / m;
+    if m < 2.0 {
+        return (mean, mean * (1.0 - mean));
+    }
+    let var = fracs.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / (m - 1.0);
+    // When every cluster agrees the spread is zero, which overstates the certainty of
+    // m samples: keep at least the variance of one cluster in m flipping.
+    (mean, (var / m).max(1.0 / (m * m)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +115,14 @@ mod tests {
         assert_eq!(a.touched_in_window_bytes, Some(7));
         assert_eq!(e.faulted_since(5.0), 2.0);
         assert!(Estimates::default().activeness(None).is_none());
+    }
+
+    #[test]
+    fn clusters_that_all_agree_still_leave_the_uncertainty_of_their_number() {
+        assert_eq!(mean_and_var(&[]), (0.0, 0.0));
+        assert_eq!(mean_and_var(&[0.5, 0.5, 0.5, 0.5]), (0.5, 1.0 / 16.0));
+        let (m, v) = mean_and_var(&[0.0, 1.0]);
+        assert_eq!(m, 0.5);
+        assert_eq!(v, 0.25, "variance of the mean: 0.5 / 2");
     }
 }

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use tierd_core::estimates::{Estimate, Estimates};
+use tierd_core::estimates::{Estimate, Estimates, mean_and_var};
 use tierd_core::snapshot::{Activeness, Range, Region};
 
 use crate::calib::{PAGE, REGION, SAMPLE_CPU_SECS, SCAN_CPU_SECS_PER_GIB};
@@ -328,18 +328,4 @@ impl Tracker {
             })
             .collect()
     }
-}
-
-/// Mean and variance-of-the-mean of cluster return fractions (as the real tracker).
-fn mean_and_var(fracs: &[f64]) -> (f64, f64) {
-    let m = fracs.len() as f64;
-    if m == 0.0 {
-        return (0.0, 0.0);
-    }
-    let mean = fracs.iter().sum::<f64>() / m;
-    if m < 2.0 {
-        return (mean, mean * (1.0 - mean));
-    }
-    let var = fracs.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / (m - 1.0);
-    (mean, (var / m).max(1.0 / (m * m)))
 }

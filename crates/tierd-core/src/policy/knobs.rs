@@ -47,24 +47,29 @@ pub struct Knobs {
     pub free_target: f64,
 }
 
+impl Knobs {
+    /// The defaults, as a constant for tables of tests.
+    pub const DEFAULT: Knobs = Knobs {
+        rest_share: 0.1,
+        wake_share: 0.25,
+        min_busy_cores: 0.05,
+        horizon_secs: 30.0,
+        quota_margin: 0.05,
+        shortfall: 0.3,
+        min_hot_rate: 10.0,
+        fault_cpu_secs: 20e-6,
+        headroom: 0.05,
+        rest_floor: 8 << 20,
+        demote_rate: 256 << 20,
+        prefetch_rate: 1 << 30,
+        relayout_below_utilization: 0.3,
+        free_target: 0.02,
+    };
+}
+
 impl Default for Knobs {
     fn default() -> Knobs {
-        Knobs {
-            rest_share: 0.1,
-            wake_share: 0.25,
-            min_busy_cores: 0.05,
-            horizon_secs: 30.0,
-            quota_margin: 0.05,
-            shortfall: 0.3,
-            min_hot_rate: 10.0,
-            fault_cpu_secs: 20e-6,
-            headroom: 0.05,
-            rest_floor: 8 << 20,
-            demote_rate: 256 << 20,
-            prefetch_rate: 1 << 30,
-            relayout_below_utilization: 0.3,
-            free_target: 0.02,
-        }
+        Knobs::DEFAULT
     }
 }
 

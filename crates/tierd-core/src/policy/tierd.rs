@@ -379,22 +379,7 @@ mod tests {
     use crate::policy::testutil::*;
     use crate::snapshot::{Activeness, Range, Region, TierView};
 
-    const K: Knobs = Knobs {
-        rest_share: 0.1,
-        wake_share: 0.25,
-        min_busy_cores: 0.05,
-        horizon_secs: 30.0,
-        quota_margin: 0.05,
-        shortfall: 0.3,
-        min_hot_rate: 10.0,
-        fault_cpu_secs: 20e-6,
-        headroom: 0.05,
-        rest_floor: 8 << 20,
-        demote_rate: 256 << 20,
-        prefetch_rate: 1 << 30,
-        relayout_below_utilization: 0.3,
-        free_target: 0.02,
-    };
+    const K: Knobs = Knobs::DEFAULT;
 
     /// A working tenant of `size` that touches `hot` every interval, all of its samples
     /// back (`returned` 1: a uniform hot set), holding `dram`, stalled `stall` of its time.

@@ -26,7 +26,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use tierd_core::estimates::{Estimate, Estimates};
+use tierd_core::estimates::{Estimate, Estimates, mean_and_var};
 use tierd_core::size::{HUGE_PAGE, PAGE};
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::{Advice, Pidfd};
@@ -386,22 +386,6 @@ fn region_counts(pid: u32, runs: &[PageRegion], out: &mut HashMap<(u32, u64), (u
         }
     }
     flush(cur, out);
-}
-
-/// Mean and variance-of-the-mean of cluster return fractions.
-fn mean_and_var(fracs: &[f64]) -> (f64, f64) {
-    let m = fracs.len() as f64;
-    if m == 0.0 {
-        return (0.0, 0.0);
-    }
-    let mean = fracs.iter().sum::<f64>() / m;
-    if m < 2.0 {
-        return (mean, mean * (1.0 - mean));
-    }
-    let var = fracs.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / (m - 1.0);
-    // When every cluster agrees the spread is zero, which overstates the certainty of
-    // m samples: keep at least the variance of one cluster in m flipping.
-    (mean, (var / m).max(1.0 / (m * m)))
 }
 
 impl SamplingTracker {
