@@ -54,6 +54,18 @@ pub(crate) mod testutil {
         TenantView::unmeasured(spec, size)
     }
 
+    /// What the tracker reports of a uniform hot set of `hot` bytes touched every
+    /// interval: every sample back.
+    pub fn uniform(hot: u64) -> crate::snapshot::Activeness {
+        crate::snapshot::Activeness {
+            active_bytes: hot,
+            recent_bytes: Some(hot),
+            touched_in_window_bytes: Some(hot),
+            returned_share: Some(1.0),
+            ..Default::default()
+        }
+    }
+
     pub fn snap(budget: u64, tenants: Vec<TenantView>) -> Snapshot {
         Snapshot {
             dram_budget: budget,

@@ -143,17 +143,10 @@ pub fn what_if(snap: &Snapshot, k: &Knobs, budget: u64, add: &[(u32, TenantName)
 mod tests {
     use super::*;
     use crate::policy::testutil::*;
-    use crate::snapshot::Activeness;
 
     fn working(name: &str, hot: u64) -> crate::snapshot::TenantView {
         let mut t = tenant(name, 512 * MIB);
-        t.activeness = Some(Activeness {
-            active_bytes: hot,
-            recent_bytes: Some(hot),
-            touched_in_window_bytes: Some(hot),
-            returned_share: Some(1.0),
-            ..Default::default()
-        });
+        t.activeness = Some(uniform(hot));
         t.dram = hot;
         t.demand_cores = 0.5;
         t

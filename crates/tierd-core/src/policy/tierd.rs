@@ -377,7 +377,7 @@ fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, roo
 mod tests {
     use super::*;
     use crate::policy::testutil::*;
-    use crate::snapshot::{Activeness, Range, Region, TierView};
+    use crate::snapshot::{Range, Region, TierView};
 
     const K: Knobs = Knobs::DEFAULT;
 
@@ -385,13 +385,7 @@ mod tests {
     /// back (`returned` 1: a uniform hot set), holding `dram`, stalled `stall` of its time.
     fn working(name: &str, size: u64, hot: u64, dram: u64, stall: f64) -> TenantView {
         let mut t = tenant(name, size);
-        t.activeness = Some(Activeness {
-            active_bytes: hot,
-            recent_bytes: Some(hot),
-            touched_in_window_bytes: Some(hot),
-            returned_share: Some(1.0),
-            ..Default::default()
-        });
+        t.activeness = Some(uniform(hot));
         t.dram = dram;
         t.tier = size - dram;
         t.demand_cores = 0.4;
