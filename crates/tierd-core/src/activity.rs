@@ -35,6 +35,17 @@ const MIN_STEP_SECS: f64 = 0.45;
 /// up to is what it was working on before the first.
 const SPELL_GAP_SECS: f64 = 5.0;
 
+/// CPU time its usual would have used over a quiet spell before the spell counts as a
+/// rest: ten clock ticks, so a tenant at 0.05 cores is not taken for at rest because
+/// half a second passed between two of its ticks.
+const QUIET_EVIDENCE_CPU_SECS: f64 = 0.1;
+
+/// Activity kept up this long, at this many times the rest share of its usual, ends
+/// a rest even below the wake share: the tenant works again, at a lower level than
+/// before (a batch job that now serves), and only sampling can see what it touches.
+const SUSTAINED_SECS: f64 = 5.0;
+const SUSTAINED_OF_REST: f64 = 1.5;
+
 /// What changed at a reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
@@ -53,6 +64,17 @@ pub struct Activity {
     /// Its activity as a rule while running, averaged over about a window; not moved
     /// while at rest (it remembers how busy the tenant was).
     pub usual: f64,
+    /// The same for CPU alone. A tenant whose usual CPU is below the busy floor is
+    /// left to sampling: its activity is mostly stall, much of it faults on tierd's
+    /// own samples, which stop when it rests, so it would never look awake again.
+    #[serde(default)]
+    pub usual_cpu: f64,
+    /// When its activity last fell below the rest share, with the counters then.
+    #[serde(default)]
+    quiet: Option<(f64, f64, f64)>,
+    /// Its activity while at rest, averaged over [`SUSTAINED_SECS`].
+    #[serde(default)]
+    pub rest_level: f64,
     /// Share of its activity that was stall, over the last step.
     pub stall_share: f64,
     pub rest_since: Option<f64>,
@@ -93,30 +115,60 @@ impl Activity {
         self.cpu = cpu;
         self.stall_share = if self.cores > 0.0 { stall / self.cores } else { 0.0 };
         match self.rest_since {
-            Some(since) if self.cores >= (s.wake * self.usual).max(s.min_busy_cores) => {
-                let len = now - since;
-                self.mean_rest_secs = Some(match self.mean_rest_secs {
-                    Some(m) => m + (len - m) / (self.rests as f64 + 1.0).min(8.0),
-                    None => len,
-                });
-                self.rests += 1;
-                self.rest_since = None;
-                self.rest_ended = Some(now);
-                Some(Change::Woke)
-            }
-            Some(_) => None,
-            None if self.usual >= s.min_busy_cores && self.cores < s.rest * self.usual && !busy => {
-                self.rest_since = Some(now);
-                if self.rest_ended.is_none_or(|e| now - e > SPELL_GAP_SECS) {
-                    self.rest_began = Some(now);
-                }
-                Some(Change::Rested)
-            }
-            None => {
-                self.usual += (self.cores - self.usual) * (dt / window.max(dt)).min(1.0);
-                None
-            }
+            Some(_) => self.step_at_rest(now, dt, s),
+            None => self.step_working(now, (at, cpu0, stall0), (cpu_secs, stall_secs), busy, window, s),
         }
+    }
+
+    fn step_at_rest(&mut self, now: f64, dt: f64, s: &Shares) -> Option<Change> {
+        self.rest_level += (self.cores - self.rest_level) * (dt / SUSTAINED_SECS).min(1.0);
+        let woke = self.cores >= (s.wake * self.usual).max(s.min_busy_cores)
+            || self.rest_level >= (SUSTAINED_OF_REST * s.rest * self.usual).max(s.min_busy_cores);
+        if !woke {
+            return None;
+        }
+        let len = now - self.rest_since.take().expect("at rest");
+        self.mean_rest_secs = Some(match self.mean_rest_secs {
+            Some(m) => m + (len - m) / (self.rests as f64 + 1.0).min(8.0),
+            None => len,
+        });
+        self.rests += 1;
+        self.rest_ended = Some(now);
+        Some(Change::Woke)
+    }
+
+    /// A rest begins once the activity has stayed below the rest share for long enough
+    /// that its usual would have shown (see [`QUIET_EVIDENCE_CPU_SECS`]).
+    fn step_working(
+        &mut self,
+        now: f64,
+        before: (f64, f64, f64),
+        counters: (f64, f64),
+        busy: bool,
+        window: f64,
+        s: &Shares,
+    ) -> Option<Change> {
+        let watched = self.usual_cpu >= s.min_busy_cores && self.usual >= s.min_busy_cores;
+        if !watched || busy || self.cores >= s.rest * self.usual {
+            self.quiet = None;
+            let k = ((now - before.0) / window.max(now - before.0)).min(1.0);
+            self.usual += (self.cores - self.usual) * k;
+            self.usual_cpu += (self.cpu - self.usual_cpu) * k;
+            return None;
+        }
+        let (since, cpu0, stall0) = *self.quiet.get_or_insert(before);
+        let span = now - since;
+        let spell = ((counters.0 - cpu0) + (counters.1 - stall0)).max(0.0) / span.max(f64::EPSILON);
+        if span < QUIET_EVIDENCE_CPU_SECS / self.usual || spell >= s.rest * self.usual {
+            return None;
+        }
+        self.quiet = None;
+        self.rest_since = Some(since);
+        self.rest_level = 0.0;
+        if self.rest_ended.is_none_or(|e| since - e > SPELL_GAP_SECS) {
+            self.rest_began = Some(since);
+        }
+        Some(Change::Rested)
     }
 
     /// Seconds it has been at rest, if it is.
@@ -165,7 +217,7 @@ mod tests {
         assert!(run(&mut a, &mut t, &mut c, 20.0, 0.0, 0.0).is_empty());
         assert_eq!(a.usual, usual, "how busy it was is remembered while it rests");
         assert_eq!(run(&mut a, &mut t, &mut c, 0.5, 0.5, 0.0), [Change::Woke]);
-        assert!((a.mean_rest_secs.unwrap() - 20.5).abs() < 0.6, "{a:?}");
+        assert!((a.mean_rest_secs.unwrap() - 21.0).abs() < 0.6, "the 21 s it stopped for: {a:?}");
         assert_eq!(a.since_rest_secs(t), Some(0.0));
     }
 
@@ -201,6 +253,79 @@ mod tests {
         t += 0.5;
         assert_eq!(b.step(t, c.0, c.1, true, 30.0, &SHARES), None);
         assert!(b.rest_since.is_none());
+    }
+
+    #[test]
+    fn half_a_second_between_clock_ticks_is_no_rest_for_a_lightly_busy_tenant() {
+        // 0.06 cores counted in 10 ms ticks: Poisson, 3 a reading, none in 5% of them.
+        let (mut a, mut t) = (Activity::default(), 0.0);
+        a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut uniform = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut ticks = 0u32;
+        let mut none = 0;
+        for _ in 0..2000 {
+            t += 0.5;
+            let (u, mut k, mut p) = (uniform(), 0u32, (-3.0f64).exp());
+            let mut cdf = p;
+            while u > cdf {
+                k += 1;
+                p *= 3.0 / k as f64;
+                cdf += p;
+            }
+            none += u32::from(k == 0);
+            ticks += k;
+            assert_eq!(a.step(t, ticks as f64 * 0.01, 0.0, false, 30.0, &SHARES), None, "at {t}: {a:?}");
+        }
+        assert!(none > 50, "readings with no tick: {none}");
+        assert!(a.usual > 0.05, "{a:?}");
+        // It stops: seen within its evidence span, 0.1 CPU-s of its usual.
+        let mut changes = Vec::new();
+        for _ in 0..8 {
+            t += 0.5;
+            changes.extend(a.step(t, ticks as f64 * 0.01, 0.0, false, 30.0, &SHARES));
+        }
+        assert_eq!(changes, [Change::Rested], "{a:?}");
+    }
+
+    #[test]
+    fn stall_on_tierds_own_samples_does_not_make_a_tenant_one_to_watch_for_rest() {
+        // Little CPU, its activity mostly faults on sampled pages.
+        let (mut a, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
+        a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+        run(&mut a, &mut t, &mut c, 60.0, 0.01, 0.2);
+        assert!(a.usual > 0.15, "{a:?}");
+        // The faults pause: no rest, so its samples (and its faults) go on.
+        assert!(run(&mut a, &mut t, &mut c, 5.0, 0.01, 0.0).is_empty(), "{a:?}");
+        assert!(a.rest_since.is_none());
+    }
+
+    #[test]
+    fn a_tenant_that_works_again_at_a_lower_level_wakes_within_seconds() {
+        let (mut a, mut t, mut c) = (Activity::default(), 0.0, (0.0, 0.0));
+        a.step(t, 0.0, 0.0, false, 30.0, &SHARES);
+        run(&mut a, &mut t, &mut c, 60.0, 1.0, 0.0);
+        assert_eq!(run(&mut a, &mut t, &mut c, 10.0, 0.0, 0.0), [Change::Rested]);
+        // A fifth of before: under the wake share, but kept up.
+        let mut woke_at = None;
+        for _ in 0..40 {
+            if !run(&mut a, &mut t, &mut c, 0.5, 0.2, 0.0).is_empty() {
+                woke_at = Some(t);
+                break;
+            }
+        }
+        let after = woke_at.expect("woke") - 70.0;
+        assert!((2.0..=8.0).contains(&after), "woke {after} s after it resumed");
+        // A blip at rest does not wake it.
+        run(&mut a, &mut t, &mut c, 20.0, 0.2, 0.0);
+        assert_eq!(run(&mut a, &mut t, &mut c, 10.0, 0.0, 0.0), [Change::Rested]);
+        assert!(run(&mut a, &mut t, &mut c, 1.0, 0.1, 0.0).is_empty(), "{a:?}");
+        assert!(run(&mut a, &mut t, &mut c, 10.0, 0.0, 0.0).is_empty());
     }
 
     #[test]

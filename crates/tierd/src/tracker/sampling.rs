@@ -185,6 +185,9 @@ struct Batch {
     /// Resident bytes they were drawn from.
     from: u64,
     returned: u64,
+    /// Drawn while the tenant was at rest: nothing was sampled, which says nothing
+    /// about what it touched after it woke.
+    at_rest: bool,
 }
 
 #[derive(Debug)]
@@ -271,7 +274,10 @@ impl SamplingTracker {
     /// batch of samples is a window old.
     fn touched_in_window(&self, now: f64) -> Option<u64> {
         let window = self.cfg.window_secs;
-        let b = self.batches.iter().find(|b| now - b.drawn >= window - self.cfg.interval_secs / 2.0)?;
+        let old = self.batches.iter().position(|b| now - b.drawn >= window - self.cfg.interval_secs / 2.0)?;
+        // A batch drawn at rest measures nothing: the first drawn since stands in (a
+        // little short of a window). None since: at rest the whole window.
+        let b = self.batches.iter().skip(old).find(|b| !b.at_rest).unwrap_or(&self.batches[old]);
         let share = if b.sampled == 0 { 0.0 } else { b.returned as f64 / b.sampled as f64 };
         let faulted = self.estimates.faulted_since(b.drawn);
         Some((share * b.from as f64 + faulted) as u64 + self.counted_whole_bytes)
@@ -687,7 +693,7 @@ impl Tracker for SamplingTracker {
         // The samples were taken off their regions' resident bytes above.
         let samples_bytes = self.cost.sample_pages * PAGE;
         let small: u64 = samples.iter().filter(|s| !s.huge).map(|s| s.len).sum();
-        self.batches.push_back(Batch { drawn: now, sampled: small, from, returned: 0 });
+        self.batches.push_back(Batch { drawn: now, sampled: small, from, returned: 0, at_rest });
         while self.batches.front().is_some_and(|b| now - b.drawn > window + self.cfg.interval_secs) {
             self.batches.pop_front();
         }
@@ -828,7 +834,13 @@ mod tests {
         assert_eq!(t.io_budget_pages(), MIN_IO_PAGES, "7 pages is under the floor");
         // NVMe: 150 µs a read, a quarter of the samples come back: 333 refaults.
         t.tier_read_time(150e-6);
-        t.batches.push_back(Batch { drawn: 0.0, sampled: 400 * PAGE, from: 1 << 30, returned: 100 * PAGE });
+        t.batches.push_back(Batch {
+            drawn: 0.0,
+            sampled: 400 * PAGE,
+            from: 1 << 30,
+            returned: 100 * PAGE,
+            at_rest: false,
+        });
         assert_eq!(t.io_budget_pages(), 1333);
         // None came back: a twentieth is assumed, the cap is not lifted altogether.
         t.batches[0].returned = 0;
@@ -861,8 +873,9 @@ mod tests {
     fn touched_in_window_follows_a_batch_of_samples_through_a_whole_window() {
         let mut t = SamplingTracker::new(SamplingConfig::new(1024, 30.0, 5.0), ProcFs::new("/proc"), 1);
         let mib = 1u64 << 20;
-        t.batches.push_back(Batch { drawn: 0.0, sampled: 400 * PAGE, from: 1024 * mib, returned: 0 });
-        t.batches.push_back(Batch { drawn: 5.0, sampled: 400 * PAGE, from: 1024 * mib, returned: 0 });
+        let batch = |drawn| Batch { drawn, sampled: 400 * PAGE, from: 1024 * mib, returned: 0, at_rest: false };
+        t.batches.push_back(batch(0.0));
+        t.batches.push_back(batch(5.0));
         // A quarter came back at the first check, another quarter at later re-checks.
         t.batch_returned(0.0, 100 * PAGE);
         t.batch_returned(0.0, 100 * PAGE);
@@ -876,6 +889,21 @@ mod tests {
             Some(512 * mib + 12 * mib),
             "half the samples came back within the window, plus what faulted in over it"
         );
+    }
+
+    #[test]
+    fn a_rest_a_window_ago_does_not_read_as_nothing_touched_since() {
+        let mut t = SamplingTracker::new(SamplingConfig::new(1024, 30.0, 5.0), ProcFs::new("/proc"), 1);
+        let mib = 1u64 << 20;
+        let rest = |drawn| Batch { drawn, sampled: 0, from: 0, returned: 0, at_rest: true };
+        t.batches.push_back(rest(0.0));
+        t.batches.push_back(Batch { drawn: 5.0, sampled: 400 * PAGE, from: 1024 * mib, returned: 0, at_rest: false });
+        t.batch_returned(5.0, 200 * PAGE);
+        assert_eq!(t.touched_in_window(30.0), Some(512 * mib), "the first batch drawn after it woke stands in");
+        // At rest all along: what it touched is what faulted in.
+        t.batches = [rest(0.0), rest(5.0)].into();
+        t.estimates.push(Estimate { at: 10.0, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
+        assert_eq!(t.touched_in_window(30.0), Some(2 * mib));
     }
 
     #[test]
