@@ -17,6 +17,7 @@ pub mod redis_load;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod soak;
 pub mod suite;
 pub mod validate;
 pub mod vm_bench;

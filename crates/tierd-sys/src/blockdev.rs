@@ -72,11 +72,16 @@ fn loops_where(sys_root: &Path, backed: impl Fn(&Path) -> bool) -> Vec<PathBuf> 
 
 /// The filesystem or other signature on a device, as `blkid -p` sees it.
 pub fn signature(path: &Path) -> Result<Option<String>, BlockError> {
-    let out = Command::new("blkid")
-        .args(["-p", "-o", "value", "-s", "TYPE"])
-        .arg(path)
-        .output()
-        .map_err(|e| BlockError::Command { command: "blkid".into(), message: e.to_string() })?;
+    let out = Command::new("blkid").args(["-p", "-o", "value", "-s", "TYPE"]).arg(path).output().map_err(|e| {
+        let message = if e.kind() == std::io::ErrorKind::NotFound {
+            "not installed: tierd needs it to check the device holds no filesystem (install util-linux), \
+                 or give --force-tier if the device holds nothing you need"
+                .to_string()
+        } else {
+            e.to_string()
+        };
+        BlockError::Command { command: "blkid".into(), message }
+    })?;
     // blkid exits 2 when it finds nothing.
     match out.status.code() {
         Some(0) => {

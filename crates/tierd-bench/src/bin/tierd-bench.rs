@@ -275,6 +275,30 @@ enum Cmd {
         #[arg(long, default_value_t = 200)]
         scrapes: usize,
     },
+    /// An hour of tenants cycling through work, rest and sweeps under the `tierd`
+    /// policy: tierd's RSS, open files and CPU over time (their slopes), every page
+    /// verified, the warnings it logged. Writes soak.json and soak.md to --out.
+    Soak {
+        #[arg(long, default_value = "bench/results")]
+        out: std::path::PathBuf,
+        /// How long the tenants cycle, e.g. 1h or 10m.
+        #[arg(long, default_value = "1h")]
+        duration: String,
+        #[arg(long, default_value_t = 8)]
+        tenants: usize,
+        /// Each tenant's memory.
+        #[arg(long, default_value = "384M")]
+        size: ByteSize,
+        /// Each tenant's hot set.
+        #[arg(long, default_value = "96M")]
+        hot: ByteSize,
+        /// DRAM for the tenants (default: two thirds of what they hold).
+        #[arg(long)]
+        budget: Option<ByteSize>,
+        /// Seconds between readings of tierd.
+        #[arg(long, default_value_t = 30)]
+        every: u64,
+    },
     /// Memory latency by page size: a dependent-load pointer chase over a random cycle
     /// of cache lines, from below L3 to several GiB, on 4 KiB pages, transparent huge
     /// pages and hugetlb pages. Writes latency.json, latency.md and latency.svg to --out.
@@ -487,6 +511,27 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             println!("results in {}", out.display());
             Ok(0)
+        }
+        Cmd::Soak { out, duration, tenants, size, hot, budget, every } => {
+            tierd_bench::harness::catch_interrupts()?;
+            let secs = workload::humantime_like(&duration).context("--duration")?.as_secs();
+            if tenants == 0 || secs < 60 || every == 0 || hot.0 > size.0 {
+                anyhow::bail!("a soak needs --tenants ≥ 1, --duration ≥ 1m, --every ≥ 1 and --hot ≤ --size");
+            }
+            let held = size.0 * tenants as u64;
+            let budget = budget.map_or(held / 3 * 2, |b| b.0);
+            let spec = tierd_bench::soak::SoakSpec { secs, tenants, tenant_size: size.0, hot: hot.0, budget, every };
+            let r = tierd_bench::soak::run(&spec, &out)?;
+            println!(
+                "soak of {} s: tierd RSS {:+.2} MiB/h, open files {:+.2}/h, CPU {:+.2} points/h; nothing lost: {}; results in {}",
+                r.secs,
+                r.rss_slope_mib_per_hour,
+                r.open_files_slope_per_hour,
+                r.cpu_slope_percent_per_hour,
+                r.nothing_lost(),
+                out.display()
+            );
+            Ok(if r.nothing_lost() { 0 } else { 1 })
         }
         Cmd::Metrics { out, tenants, scrapes } => {
             tierd_bench::harness::catch_interrupts()?;
