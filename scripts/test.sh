@@ -8,6 +8,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # The test guest for the VM-tenant tests (QEMU, a Debian kernel, busybox); its tests
 # fail rather than skip when it is missing.
 bash scripts/guest.sh
+# The guest that runs tierd itself on Debian's 6.12 kernel with cgroup v2 (tests/guests.rs).
+bash scripts/guest-host.sh
 export TIERD_REQUIRE_GUEST=1
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets --locked -- -D warnings

@@ -171,9 +171,10 @@ impl Tier {
         let (swap_path, backing, size, created_file) = if blockdev::is_block_device(&cfg.path) {
             blockdev::check_not_in_use(&cfg.path)
                 .map_err(|e| TierError::Busy { path: cfg.path.clone(), why: e.to_string() })?;
-            if let Some(fstype) = blockdev::signature(&cfg.path)?
+            // Forced, the signature is not asked for (nor is blkid needed).
+            if !cfg.force
+                && let Some(fstype) = blockdev::signature(&cfg.path)?
                 && fstype != "swap"
-                && !cfg.force
             {
                 return Err(TierError::HasFilesystem { path: cfg.path.clone(), fstype });
             }
@@ -185,8 +186,7 @@ impl Tier {
         } else {
             let created = match std::fs::metadata(&cfg.path) {
                 Ok(m) if m.is_file() => {
-                    let ours = blockdev::signature(&cfg.path)?.is_some_and(|t| t == "swap");
-                    if !ours && !cfg.force {
+                    if !cfg.force && blockdev::signature(&cfg.path)?.is_none_or(|t| t != "swap") {
                         return Err(TierError::ForeignFile(cfg.path.clone()));
                     }
                     if m.len() < need {

@@ -1,0 +1,98 @@
+//! tierd itself on the kernels users run, in QEMU guests: Debian's 6.12 with cgroup v2
+//! as the only hierarchy and the tier a virtual disk (`/dev/vda`, a real block device).
+//! The guest is built by `scripts/guest-host.sh` (which `scripts/test.sh` runs) and runs
+//! `scripts/guest-check.sh`; without it the test says so and passes, unless
+//! `TIERD_REQUIRE_GUEST=1` (as in CI).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const MIB: u64 = 1 << 20;
+
+/// The kernel and initramfs of the guest for kernel `series`, if built.
+fn image(series: &str) -> Option<(PathBuf, PathBuf)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/guest").join(format!("host-{series}"));
+    let (kernel, initrd) = (dir.join("vmlinuz"), dir.join("initrd.img"));
+    if kernel.exists() && initrd.exists() {
+        return Some((kernel, initrd));
+    }
+    let why = format!("no guest for {series} in {}: build it with scripts/guest-host.sh", dir.display());
+    assert!(std::env::var("TIERD_REQUIRE_GUEST").is_err(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// Boots the guest with a blank `disk_mib` virtual disk; returns its console output.
+/// Killed (by its PID) after `timeout`.
+fn boot(kernel: &Path, initrd: &Path, disk_mib: u64, timeout: Duration) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("vda.img");
+    std::fs::File::create(&disk).unwrap().set_len(disk_mib * MIB).unwrap();
+    let mut qemu = Command::new("qemu-system-x86_64")
+        .args(["-machine", "pc", "-accel", "tcg,tb-size=64", "-smp", "1", "-m", "320M"])
+        .args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"])
+        .arg("-kernel")
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        .args(["-append", "console=ttyS0 panic=-1 quiet"])
+        .arg("-drive")
+        .arg(format!("file={},if=virtio,format=raw", disk.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("qemu-system-x86_64 (scripts/guest.sh installs it)");
+    let mut stdout = qemu.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).to_string()
+    });
+    let end = Instant::now() + timeout;
+    while qemu.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            panic!("the guest did not finish within {timeout:?}: {}", reader.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    reader.join().unwrap()
+}
+
+/// The text after `guest-check: KEY ` on the console.
+fn said<'a>(console: &'a str, key: &str) -> Option<&'a str> {
+    let prefix = format!("guest-check: {key} ");
+    console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str()))
+}
+
+#[test]
+fn on_cgroup_v2_in_a_6_12_guest_a_tenant_at_2x_is_tiered_to_a_block_device_and_keeps_every_page() {
+    let Some((kernel, initrd)) = image("6.12") else { return };
+    let console = boot(&kernel, &initrd, 512, Duration::from_secs(900));
+    let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
+    assert!(said(&console, "kernel").is_some_and(|k| k.contains("6.12") && k.contains("cgroup2")), "{log}");
+    assert!(!log.contains("guest-check: fail"), "{log}");
+    let status: Value = serde_json::from_str(said(&console, "status").unwrap_or_else(|| panic!("{log}"))).unwrap();
+    assert_eq!(status["cgroup_version"], "v2", "{log}");
+    assert!(status["tier"]["path"].as_str().is_some_and(|d| d.contains("vda")), "the tier is the disk: {log}");
+    let w = status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "w").unwrap_or_else(|| panic!("{log}"));
+    let (dram, tier) = (w["dram_bytes"].as_u64().unwrap(), w["tier_bytes"].as_u64().unwrap());
+    assert!(tier >= 64 * MIB, "at 2x, its cold memory went to the tier: {} MiB\n{log}", tier / MIB);
+    assert!(dram <= 104 * MIB, "it holds no more than the 96 MiB of DRAM: {} MiB\n{log}", dram / MIB);
+    // The shared limit is memory.high: the kernel throttles the tenants instead of
+    // failing them, and memory.max is left alone.
+    let high =
+        said(&console, "file /sys/fs/cgroup/tierd/tenants/memory.high").and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(high.is_some_and(|h| h <= 96 * MIB), "the group's memory.high holds the budget: {high:?}\n{log}");
+    assert_eq!(said(&console, "file /sys/fs/cgroup/tierd/tenants/memory.max").map(str::trim), Some("max"), "{log}");
+    assert!(said(&console, "file /sys/fs/cgroup/tierd/tenants/w/memory.swap.current").is_some(), "{log}");
+    let summary: Value = serde_json::from_str(said(&console, "summary").unwrap_or_else(|| panic!("{log}"))).unwrap();
+    assert_eq!(summary["corrupt_pages"], 0, "{log}");
+    assert_eq!(summary["verified_pages"], 192 * MIB / 4096, "every page read back: {log}");
+}

@@ -1,0 +1,33 @@
+# Runs inside the guest of scripts/guest-host.sh (busybox sh): tierd on cgroup v2 with
+# the virtual disk /dev/vda as its tier, one workload tenant at 2x its DRAM. Lines
+# starting "guest-check:" are read by crates/tierd/tests/guests.rs.
+say() { echo "guest-check: $*"; }
+ctl() { tierctl --socket /run/tierd.sock "$@"; }
+say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
+[ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
+tierd --tier /dev/vda --dram-budget 96M --policy tierd --interval 2s --window 16s \
+  --state-dir /var/lib/tierd --socket /run/tierd.sock > /tmp/tierd.log 2>&1 &
+up=no
+for _ in $(seq 60); do
+  ctl status > /dev/null 2>&1 && { up=yes; break; }
+  sleep 1
+done
+if [ "$up" = yes ]; then
+  ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:60s,idle:1s --json --report 10s
+  sleep 45
+  say "status $(ctl status --json | tr -d '\n')"
+  for f in /sys/fs/cgroup/tierd/tenants/memory.high /sys/fs/cgroup/tierd/tenants/memory.max /sys/fs/cgroup/tierd/tenants/w/memory.high \
+    /sys/fs/cgroup/tierd/tenants/w/memory.swap.current; do
+    [ -f "$f" ] && say "file $f $(cat "$f")"
+  done
+  for _ in $(seq 120); do
+    ctl status --json | grep -q '"state": *"running"' || break
+    sleep 1
+  done
+  say "summary $(grep '"summary":true' /var/lib/tierd/tenants/w/stdout)"
+  say "tenant stderr $(tail -c 600 /var/lib/tierd/tenants/w/stderr | tr '\n' ' ')"
+else
+  say "fail: tierd did not come up"
+fi
+sed 's/^/guest-log: /' /tmp/tierd.log | tail -n 60
+say "done"

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the guest that runs tierd itself on a kernel other than the host's: Debian's
+# 6.12 kernel (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU), busybox, and static
+# tierd, tierctl and tierd-bench in an initramfs. Its /init mounts cgroup2, loads
+# virtio_blk (the tier is the virtual disk /dev/vda, a real block device), runs
+# scripts/guest-check.sh and powers off; crates/tierd/tests/guests.rs boots it.
+#
+#   scripts/guest-host.sh       # -> target/guest/host-6.12/{vmlinuz,initrd.img}
+#
+# Idempotent: the kernel package is fetched once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+series=6.12
+out=target/guest/host-$series
+mkdir -p "$out/dl"
+
+fetch() { # PACKAGE -> unpacked under $out/dl/PACKAGE
+  local pkg=$1
+  [ -d "$out/dl/$pkg" ] && return
+  (cd "$out/dl" && rm -f "${pkg}"_*.deb && { apt-get download -qq "$pkg" 2>/dev/null || { apt-get update -qq && apt-get download -qq "$pkg"; }; })
+  dpkg-deb -x "$out"/dl/"${pkg}"_*.deb "$out/dl/$pkg"
+  rm -f "$out"/dl/"${pkg}"_*.deb
+}
+newest() { apt-cache search "^linux-image-$series\..*+deb12-amd64-unsigned\$" 2>/dev/null | awk '{print $1}' | sort -V | tail -1; }
+kernel=$(newest)
+[ -n "$kernel" ] || { apt-get update -qq && kernel=$(newest); }
+[ -n "$kernel" ] || { echo "guest-host: no linux-image-$series in the package lists" >&2; exit 1; }
+fetch "$kernel"
+fetch busybox-static
+echo "guest-host: kernel $kernel"
+
+echo "guest-host: building static tierd, tierctl and tierd-bench for the guest"
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -q -p tierd -p tierd-bench \
+  --bin tierd --bin tierctl --bin tierd-bench --target x86_64-unknown-linux-gnu --target-dir target/static
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root"/{bin,proc,sys,dev,tmp,run,var/lib,lib/modules}
+cp "$out/dl/busybox-static/bin/busybox" "$root/bin/busybox"
+for b in tierd tierctl tierd-bench; do
+  cp "target/static/x86_64-unknown-linux-gnu/release/$b" "$root/bin/$b"
+done
+# util-linux's mkswap and blkid, as a host has them (busybox's mkswap lacks -f, and it
+# has no blkid), with the libraries they load.
+for b in mkswap blkid; do
+  bin=$(command -v "$b")
+  cp "$bin" "$root/bin/$b.util-linux"
+  for lib in $(ldd "$bin" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}'); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+done
+xz -dc "$(find "$out/dl/$kernel/lib/modules" -name 'virtio_blk.ko.xz' | head -1)" > "$root/lib/modules/virtio_blk.ko"
+cp scripts/guest-check.sh "$root/bin/guest-check"
+cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
+cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+for b in mkswap blkid; do ln -sf "$b.util-linux" "/bin/$b"; done
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+# As systemd does on a host: the root hands the memory controller to its children.
+echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+insmod /lib/modules/virtio_blk.ko
+sh /bin/guest-check
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out/initrd.img.new"
+mv "$out/vmlinuz.new" "$out/vmlinuz"
+mv "$out/initrd.img.new" "$out/initrd.img"
+echo "guest-host: $out/vmlinuz $out/initrd.img ($(du -h "$out/initrd.img" | cut -f1))"
