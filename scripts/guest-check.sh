@@ -29,5 +29,5 @@ if [ "$up" = yes ]; then
 else
   say "fail: tierd did not come up"
 fi
-sed 's/^/guest-log: /' /tmp/tierd.log | tail -n 60
+{ head -n 8 /tmp/tierd.log; echo ...; tail -n 40 /tmp/tierd.log; } | sed 's/^/guest-log: /'
 say "done"

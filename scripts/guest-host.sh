@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Builds the guest that runs tierd itself on a kernel other than the host's: Debian's
-# 6.12 kernel (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU), busybox, and static
-# tierd, tierctl and tierd-bench in an initramfs. Its /init mounts cgroup2, loads
-# virtio_blk (the tier is the virtual disk /dev/vda, a real block device), runs
-# scripts/guest-check.sh and powers off; crates/tierd/tests/guests.rs boots it.
+# Builds the guests that run tierd itself on kernels other than the host's: Debian's
+# 6.12 (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU) and 6.1 (no PAGEMAP_SCAN),
+# each with busybox, util-linux's mkswap and blkid, and static tierd, tierctl and
+# tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk (the tier is
+# the virtual disk /dev/vda, a real block device), runs scripts/guest-check.sh and
+# powers off; crates/tierd/tests/guests.rs boots them.
 #
-#   scripts/guest-host.sh       # -> target/guest/host-6.12/{vmlinuz,initrd.img}
+#   scripts/guest-host.sh             # -> target/guest/host-{6.12,6.1}/{vmlinuz,initrd.img}
+#   scripts/guest-host.sh 6.12        # one of them
 #
-# Idempotent: the kernel package is fetched once.
+# Idempotent: each kernel package is fetched once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-series=6.12
+(($#)) || set -- 6.12 6.1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "guest-host: building static tierd, tierctl and tierd-bench for the guests"
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -q -p tierd -p tierd-bench \
+  --bin tierd --bin tierctl --bin tierd-bench --target x86_64-unknown-linux-gnu --target-dir target/static
+
+build() { # SERIES
+series=$1
 out=target/guest/host-$series
 mkdir -p "$out/dl"
 
@@ -21,7 +32,10 @@ fetch() { # PACKAGE -> unpacked under $out/dl/PACKAGE
   dpkg-deb -x "$out"/dl/"${pkg}"_*.deb "$out/dl/$pkg"
   rm -f "$out"/dl/"${pkg}"_*.deb
 }
-newest() { apt-cache search "^linux-image-$series\..*+deb12-amd64-unsigned\$" 2>/dev/null | awk '{print $1}' | sort -V | tail -1; }
+newest() {
+  apt-cache search "^linux-image-${series//./\\.}[.-].*-amd64-unsigned\$" 2>/dev/null | awk '{print $1}' |
+    grep -v -e -cloud- -e -rt- | sort -V | tail -1
+}
 kernel=$(newest)
 [ -n "$kernel" ] || { apt-get update -qq && kernel=$(newest); }
 [ -n "$kernel" ] || { echo "guest-host: no linux-image-$series in the package lists" >&2; exit 1; }
@@ -29,12 +43,7 @@ fetch "$kernel"
 fetch busybox-static
 echo "guest-host: kernel $kernel"
 
-echo "guest-host: building static tierd, tierctl and tierd-bench for the guest"
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -q -p tierd -p tierd-bench \
-  --bin tierd --bin tierctl --bin tierd-bench --target x86_64-unknown-linux-gnu --target-dir target/static
-
-root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
+root=$tmp/$series
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,run,var/lib,lib/modules}
 cp "$out/dl/busybox-static/bin/busybox" "$root/bin/busybox"
 for b in tierd tierctl tierd-bench; do
@@ -50,7 +59,17 @@ for b in mkswap blkid; do
     cp -L "$lib" "$root$lib"
   done
 done
-xz -dc "$(find "$out/dl/$kernel/lib/modules" -name 'virtio_blk.ko.xz' | head -1)" > "$root/lib/modules/virtio_blk.ko"
+# virtio_blk and, where they are modules (6.1), what it needs, in load order.
+n=0
+for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk; do
+  module=$(find "$out/dl/$kernel/lib/modules" -name "$name.ko*" | head -1)
+  [ -n "$module" ] || continue
+  n=$((n + 1))
+  case $module in
+    *.xz) xz -dc "$module" > "$root/lib/modules/$n-$name.ko" ;;
+    *) cp "$module" "$root/lib/modules/$n-$name.ko" ;;
+  esac
+done
 cp scripts/guest-check.sh "$root/bin/guest-check"
 cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
 cat > "$root/init" <<'INIT'
@@ -63,7 +82,7 @@ mount -t devtmpfs dev /dev
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 # As systemd does on a host: the root hands the memory controller to its children.
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
-insmod /lib/modules/virtio_blk.ko
+for m in /lib/modules/*.ko; do insmod "$m"; done
 sh /bin/guest-check
 poweroff -f
 INIT
@@ -72,3 +91,8 @@ chmod +x "$root/init"
 mv "$out/vmlinuz.new" "$out/vmlinuz"
 mv "$out/initrd.img.new" "$out/initrd.img"
 echo "guest-host: $out/vmlinuz $out/initrd.img ($(du -h "$out/initrd.img" | cut -f1))"
+}
+
+for series in "$@"; do
+  build "$series"
+done

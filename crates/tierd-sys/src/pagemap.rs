@@ -1,8 +1,11 @@
-//! Per-page state of another process with `PAGEMAP_SCAN` (Linux 6.7+).
+//! Per-page state of another process with `PAGEMAP_SCAN` (Linux 6.7+), or from the
+//! plain eight-byte pagemap entries on older kernels.
 //!
 //! One ioctl on `/proc/PID/pagemap` returns runs of pages that share categories
 //! (present, swapped, huge, file), so a GiB is read in a few milliseconds instead of
-//! 262,144 eight-byte pagemap entries.
+//! 262,144 eight-byte pagemap entries. Without the ioctl (6.1 answers `ENOTTY`) the
+//! entries are read and merged into the same runs; they do not say which pages are
+//! huge, so there every page counts as a small one.
 //!
 //! Kernel quirk seen on these machines: with a result buffer of more than 512 regions
 //! the returned `walk_end` is stale and the next call re-scans, so the buffer is kept
@@ -12,6 +15,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub const PAGE_IS_WPALLOWED: u64 = 1 << 0;
 pub const PAGE_IS_WRITTEN: u64 = 1 << 1;
@@ -58,6 +62,32 @@ const _: () = assert!(PAGEMAP_SCAN == 0xC060_6610);
 /// Most regions asked for per ioctl (see the module comment).
 pub const MAX_REGIONS: usize = 512;
 
+/// Set once the kernel has refused `PAGEMAP_SCAN`: every later scan reads entries.
+static NO_SCAN_IOCTL: AtomicBool = AtomicBool::new(false);
+
+/// Whether this kernel has `PAGEMAP_SCAN`, as far as a scan has found out.
+pub fn scan_ioctl_missing() -> bool {
+    NO_SCAN_IOCTL.load(Ordering::Relaxed)
+}
+
+/// Whether this kernel answers `PAGEMAP_SCAN`, tried on a page of our own stack.
+pub fn has_scan_ioctl() -> bool {
+    let probe = 0u64;
+    let at = &probe as *const u64 as u64 & !4095;
+    if let Ok(pm) = Pagemap::open(Path::new("/proc"), std::process::id()) {
+        let _ = pm.scan(at, at + 4096);
+    }
+    !scan_ioctl_missing()
+}
+
+/// Plain pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst).
+const ENTRY_PRESENT: u64 = 1 << 63;
+const ENTRY_SWAPPED: u64 = 1 << 62;
+const ENTRY_FILE: u64 = 1 << 61;
+
+/// Entries read per `pread` when there is no ioctl (512 KiB, 256 MiB of memory).
+const ENTRIES_PER_READ: u64 = 65536;
+
 /// An open pagemap of one process.
 #[derive(Debug)]
 pub struct Pagemap {
@@ -75,6 +105,16 @@ impl Pagemap {
     /// present / swapped / huge / file categories. Pages neither present nor swapped
     /// (never touched) are left out.
     pub fn scan(&self, start: u64, end: u64) -> io::Result<Vec<PageRegion>> {
+        if !scan_ioctl_missing() {
+            match self.scan_ioctl(start, end) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOTTY) => NO_SCAN_IOCTL.store(true, Ordering::Relaxed),
+                r => return r,
+            }
+        }
+        self.scan_entries(start, end)
+    }
+
+    fn scan_ioctl(&self, start: u64, end: u64) -> io::Result<Vec<PageRegion>> {
         let mut out = Vec::new();
         let mut buf = vec![PageRegion::default(); MAX_REGIONS];
         let mut at = start;
@@ -104,6 +144,52 @@ impl Pagemap {
         }
         Ok(out)
     }
+}
+
+impl Pagemap {
+    /// [`Pagemap::scan`] from the plain entries, merged into runs of equal categories.
+    fn scan_entries(&self, start: u64, end: u64) -> io::Result<Vec<PageRegion>> {
+        use std::os::unix::fs::FileExt;
+        let mut out: Vec<PageRegion> = Vec::new();
+        let mut page = start / 4096;
+        let last = end.div_ceil(4096);
+        let mut raw = Vec::new();
+        while page < last {
+            let n = ENTRIES_PER_READ.min(last - page);
+            raw.resize(n as usize * 8, 0);
+            self.file.read_exact_at(&mut raw, page * 8)?;
+            for (i, c) in raw.chunks_exact(8).enumerate() {
+                let e = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+                let categories = entry_categories(e);
+                if categories == 0 {
+                    continue;
+                }
+                let at = (page + i as u64) * 4096;
+                match out.last_mut() {
+                    Some(r) if r.end == at && r.categories == categories => r.end += 4096,
+                    _ => out.push(PageRegion { start: at, end: at + 4096, categories }),
+                }
+            }
+            page += n;
+        }
+        Ok(out)
+    }
+}
+
+/// A plain entry's categories as `PAGEMAP_SCAN` would return them (0: neither present
+/// nor swapped, left out).
+fn entry_categories(e: u64) -> u64 {
+    let mut c = 0;
+    if e & ENTRY_PRESENT != 0 {
+        c |= PAGE_IS_PRESENT;
+    }
+    if e & ENTRY_SWAPPED != 0 {
+        c |= PAGE_IS_SWAPPED;
+    }
+    if c != 0 && e & ENTRY_FILE != 0 {
+        c |= PAGE_IS_FILE;
+    }
+    c
 }
 
 /// Where a range's swapped pages lie on the swap areas: how many there are, and in how
@@ -233,6 +319,44 @@ mod tests {
         assert_eq!(SwapLayout::of(&[present, 0]), SwapLayout { present_pages: 1, ..SwapLayout::default() });
         let one_run: Vec<u64> = (100..612).map(|s| swapped(2, s)).collect();
         assert_eq!(SwapLayout::of(&one_run), SwapLayout { swapped_pages: 512, runs: 1, present_pages: 0 });
+    }
+
+    #[test]
+    fn without_the_ioctl_the_entries_give_the_same_runs() {
+        let len = 64 << 12;
+        // SAFETY: a fresh private anonymous mapping; we own it until munmap below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        // SAFETY: advising the mapping made above.
+        unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+        // Runs of 1, 2 and 3 pages, then a gap, then 5.
+        for i in [0, 2, 3, 5, 6, 7, 20, 21, 22, 23, 24] {
+            // SAFETY: i * 4096 < len, inside the mapping.
+            unsafe { *(p as *mut u8).add(i * 4096) = 1 };
+        }
+        let pm = Pagemap::open(Path::new("/proc"), std::process::id()).unwrap();
+        let start = p as u64;
+        let entries = pm.scan_entries(start, start + len as u64).unwrap();
+        let ioctl = pm.scan_ioctl(start, start + len as u64);
+        // SAFETY: unmapping the mapping made above, no references remain.
+        unsafe { libc::munmap(p, len) };
+        let lens: Vec<u64> = entries.iter().map(|r| (r.end - r.start) / 4096).collect();
+        assert_eq!(lens, [1, 2, 3, 5], "{entries:?}");
+        assert!(entries.iter().all(|r| r.categories == PAGE_IS_PRESENT), "{entries:?}");
+        if let Ok(ioctl) = ioctl {
+            assert_eq!(entries, ioctl, "the same runs as PAGEMAP_SCAN");
+        }
+        assert_eq!(entry_categories(ENTRY_SWAPPED | ENTRY_FILE), PAGE_IS_SWAPPED | PAGE_IS_FILE);
+        assert_eq!(entry_categories(ENTRY_FILE), 0, "a file bit alone is no page");
     }
 
     #[test]

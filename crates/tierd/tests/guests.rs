@@ -1,5 +1,6 @@
-//! tierd itself on the kernels users run, in QEMU guests: Debian's 6.12 with cgroup v2
-//! as the only hierarchy and the tier a virtual disk (`/dev/vda`, a real block device).
+//! tierd itself on the kernels users run, in QEMU guests: Debian's 6.12 and 6.1 (no
+//! `PAGEMAP_SCAN`) with cgroup v2 as the only hierarchy and the tier a virtual disk
+//! (`/dev/vda`, a real block device).
 //! The guest is built by `scripts/guest-host.sh` (which `scripts/test.sh` runs) and runs
 //! `scripts/guest-check.sh`; without it the test says so and passes, unless
 //! `TIERD_REQUIRE_GUEST=1` (as in CI).
@@ -71,12 +72,13 @@ fn said<'a>(console: &'a str, key: &str) -> Option<&'a str> {
     console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str()))
 }
 
-#[test]
-fn on_cgroup_v2_in_a_6_12_guest_a_tenant_at_2x_is_tiered_to_a_block_device_and_keeps_every_page() {
-    let Some((kernel, initrd)) = image("6.12") else { return };
+/// Boots the guest for `series` and checks that tierd tiered its tenant, measured its
+/// hot set and lost nothing; returns the console's `guest-` lines.
+fn a_tenant_at_2x_is_tiered_and_keeps_every_page(series: &str) -> Option<String> {
+    let (kernel, initrd) = image(series)?;
     let console = boot(&kernel, &initrd, 512, Duration::from_secs(900));
     let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
-    assert!(said(&console, "kernel").is_some_and(|k| k.contains("6.12") && k.contains("cgroup2")), "{log}");
+    assert!(said(&console, "kernel").is_some_and(|k| k.starts_with(series) && k.contains("cgroup2")), "{log}");
     assert!(!log.contains("guest-check: fail"), "{log}");
     let status: Value = serde_json::from_str(said(&console, "status").unwrap_or_else(|| panic!("{log}"))).unwrap();
     assert_eq!(status["cgroup_version"], "v2", "{log}");
@@ -85,6 +87,9 @@ fn on_cgroup_v2_in_a_6_12_guest_a_tenant_at_2x_is_tiered_to_a_block_device_and_k
     let (dram, tier) = (w["dram_bytes"].as_u64().unwrap(), w["tier_bytes"].as_u64().unwrap());
     assert!(tier >= 64 * MIB, "at 2x, its cold memory went to the tier: {} MiB\n{log}", tier / MIB);
     assert!(dram <= 104 * MIB, "it holds no more than the 96 MiB of DRAM: {} MiB\n{log}", dram / MIB);
+    // The tracker sees the 32 MiB hot set (a wide band: the guest is emulated).
+    let hot = w["touched_in_window_bytes"].as_u64().unwrap_or(0);
+    assert!((16 * MIB..=80 * MIB).contains(&hot), "touched within the window: {} MiB\n{log}", hot / MIB);
     // The shared limit is memory.high: the kernel throttles the tenants instead of
     // failing them, and memory.max is left alone.
     let high =
@@ -95,4 +100,17 @@ fn on_cgroup_v2_in_a_6_12_guest_a_tenant_at_2x_is_tiered_to_a_block_device_and_k
     let summary: Value = serde_json::from_str(said(&console, "summary").unwrap_or_else(|| panic!("{log}"))).unwrap();
     assert_eq!(summary["corrupt_pages"], 0, "{log}");
     assert_eq!(summary["verified_pages"], 192 * MIB / 4096, "every page read back: {log}");
+    Some(log)
+}
+
+#[test]
+fn on_cgroup_v2_in_a_6_12_guest_a_tenant_at_2x_is_tiered_to_a_block_device_and_keeps_every_page() {
+    let Some(log) = a_tenant_at_2x_is_tiered_and_keeps_every_page("6.12") else { return };
+    assert!(!log.contains("no PAGEMAP_SCAN"), "6.12 has the ioctl: {log}");
+}
+
+#[test]
+fn on_6_1_without_pagemap_scan_the_tracker_reads_pagemap_entries_and_says_so() {
+    let Some(log) = a_tenant_at_2x_is_tiered_and_keeps_every_page("6.1") else { return };
+    assert!(log.contains("no PAGEMAP_SCAN"), "the start-up log says how page state is read: {log}");
 }

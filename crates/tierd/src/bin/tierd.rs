@@ -179,6 +179,12 @@ fn run() -> anyhow::Result<()> {
             humantime::format_duration(interval),
             socket.display()
         );
+        if !tierd_sys::pagemap::has_scan_ioctl() {
+            eprintln!(
+                "tierd: this kernel has no PAGEMAP_SCAN (Linux 6.7+): page state is read from pagemap entries, \
+                 slower on large tenants, and huge pages are not told apart"
+            );
+        }
     }
     let served = Arc::clone(&engine);
     std::thread::spawn(move || tierd::server::serve(listener, served));
