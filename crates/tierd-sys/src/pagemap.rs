@@ -321,10 +321,9 @@ mod tests {
         assert_eq!(SwapLayout::of(&one_run), SwapLayout { swapped_pages: 512, runs: 1, present_pages: 0 });
     }
 
-    #[test]
-    fn without_the_ioctl_the_entries_give_the_same_runs() {
-        let len = 64 << 12;
-        // SAFETY: a fresh private anonymous mapping; we own it until munmap below.
+    /// A fresh private anonymous mapping of `len` bytes; the test unmaps it.
+    fn anon_mapping(len: usize) -> *mut libc::c_void {
+        // SAFETY: asks for a new mapping; nothing else refers to it.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -336,6 +335,13 @@ mod tests {
             )
         };
         assert_ne!(p, libc::MAP_FAILED);
+        p
+    }
+
+    #[test]
+    fn without_the_ioctl_the_entries_give_the_same_runs() {
+        let len = 64 << 12;
+        let p = anon_mapping(len);
         // SAFETY: advising the mapping made above.
         unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
         // Runs of 1, 2 and 3 pages, then a gap, then 5.
@@ -362,18 +368,7 @@ mod tests {
     #[test]
     fn scans_own_memory() {
         let len = 64 << 12;
-        // SAFETY: a fresh private anonymous mapping; we own it until munmap below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
+        let p = anon_mapping(len);
         // Touch every other page of the first half.
         for i in (0..32).step_by(2) {
             // SAFETY: i * 4096 < len, inside the mapping.
