@@ -12,7 +12,7 @@ use serde::Serialize;
 use tierd_core::health::Colour;
 
 use crate::harness::{Tierd, sleep};
-use crate::machine::RunInfo;
+use crate::machine::{RunInfo, cpu_seconds};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -121,14 +121,13 @@ pub fn run(spec: &SoakSpec, out: &Path) -> anyhow::Result<SoakResults> {
 /// Reads tierd's process every `spec.every` seconds until the tenants' phases are over.
 fn watch(t: &Tierd, spec: &SoakSpec) -> anyhow::Result<Vec<Reading>> {
     let start = Instant::now();
-    let ticks = tierd_sys::process::clock_ticks_per_sec().max(1) as f64;
-    let mut last_cpu = cpu_ticks(t.pid())? as f64 / ticks;
+    let mut last_cpu = cpu_seconds(t.pid());
     let mut last_at = 0.0;
     let mut readings = Vec::new();
     while start.elapsed().as_secs() < spec.secs {
         sleep(Duration::from_secs(spec.every))?;
         let at = start.elapsed().as_secs_f64();
-        let cpu = cpu_ticks(t.pid())? as f64 / ticks;
+        let cpu = cpu_seconds(t.pid());
         let status = t.status()?;
         let health = status.health.iter().map(|c| c.colour).max().unwrap_or(Colour::Green);
         let red = status.health.iter().filter(|c| c.colour == Colour::Red).map(|c| c.name.clone()).collect();
@@ -242,14 +241,6 @@ fn mask_numbers(msg: &str) -> String {
         }
     }
     out
-}
-
-fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).context("tierd exited")?;
-    let fields: Vec<&str> = stat.rsplit_once(')').context("odd /proc stat")?.1.split_whitespace().collect();
-    // utime and stime are fields 14 and 15; the split starts at field 3.
-    Ok(fields.get(11).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0))
 }
 
 fn open_files(pid: u32) -> anyhow::Result<usize> {
