@@ -13,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || set -- 6.12 6.1
+# shellcheck source=scripts/guest-lib.sh
+source scripts/guest-lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -25,13 +27,6 @@ series=$1
 out=target/guest/host-$series
 mkdir -p "$out/dl"
 
-fetch() { # PACKAGE -> unpacked under $out/dl/PACKAGE
-  local pkg=$1
-  [ -d "$out/dl/$pkg" ] && return
-  (cd "$out/dl" && rm -f "${pkg}"_*.deb && { apt-get download -qq "$pkg" 2>/dev/null || { apt-get update -qq && apt-get download -qq "$pkg"; }; })
-  dpkg-deb -x "$out"/dl/"${pkg}"_*.deb "$out/dl/$pkg"
-  rm -f "$out"/dl/"${pkg}"_*.deb
-}
 newest() {
   apt-cache search "^linux-image-${series//./\\.}[.-].*-amd64-unsigned\$" 2>/dev/null | awk '{print $1}' |
     grep -v -e -cloud- -e -rt- | sort -V | tail -1
@@ -39,13 +34,13 @@ newest() {
 kernel=$(newest)
 [ -n "$kernel" ] || { apt-get update -qq && kernel=$(newest); }
 [ -n "$kernel" ] || { echo "guest-host: no linux-image-$series in the package lists" >&2; exit 1; }
-fetch "$kernel"
-fetch busybox-static
+fetch "$out/dl" "$kernel"
+fetch target/guest/dl busybox-static
 echo "guest-host: kernel $kernel"
 
 root=$tmp/$series
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,run,var/lib,lib/modules}
-cp "$out/dl/busybox-static/bin/busybox" "$root/bin/busybox"
+cp target/guest/dl/busybox-static/bin/busybox "$root/bin/busybox"
 for b in tierd tierctl tierd-bench; do
   cp "target/static/x86_64-unknown-linux-gnu/release/$b" "$root/bin/$b"
 done

@@ -21,23 +21,18 @@ if ((${#need_apt[@]})); then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
-# Download, don't install: the guest's kernel and busybox are files, not the host's.
-fetch() { # PACKAGE -> unpacked under $out/dl/PACKAGE
-  local pkg=$1
-  [ -d "$out/dl/$pkg" ] && return
-  (cd "$out/dl" && rm -f "${pkg}"_*.deb && { apt-get download -qq "$pkg" 2>/dev/null || { apt-get update -qq && apt-get download -qq "$pkg"; }; })
-  dpkg-deb -x "$out"/dl/"${pkg}"_*.deb "$out/dl/$pkg"
-}
+# shellcheck source=scripts/guest-lib.sh
+source scripts/guest-lib.sh
 if [ ! -f "$out/vmlinuz" ]; then
   kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
   kernel=$(kernel_pkg)
   [ -n "$kernel" ] || { apt-get update -qq && kernel=$(kernel_pkg); }
   [ -n "$kernel" ] || { echo "guest: no linux-image-amd64 in the package lists" >&2; exit 1; }
   echo "guest: kernel $kernel"
-  fetch "$kernel"
+  fetch "$out/dl" "$kernel"
   cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz"
 fi
-fetch busybox-static
+fetch "$out/dl" busybox-static
 
 echo "guest: building a static tierd-bench for the guest"
 RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -q -p tierd-bench --bin tierd-bench \
