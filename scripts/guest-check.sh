@@ -4,6 +4,7 @@
 say() { echo "guest-check: $*"; }
 ctl() { tierctl --socket /run/tierd.sock "$@"; }
 say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
+say "doctor $(tierctl doctor --json | tr -d '\n')"
 [ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
 tierd --tier /dev/vda --dram-budget 96M --policy tierd --interval 2s --window 16s \
   --state-dir /var/lib/tierd --socket /run/tierd.sock > /tmp/tierd.log 2>&1 &

@@ -5,6 +5,7 @@
 //! - [`pagemap`]: `PAGEMAP_SCAN` on `/proc/PID/pagemap`: present / swapped / huge runs.
 //! - [`swap`]: `mkswap`, `swapon`, `swapoff` and `/proc/swaps`.
 //! - [`blockdev`]: loop devices and the checks before a block device becomes a tier.
+//! - [`kernel`]: what the running kernel offers (`tierctl doctor`).
 //! - [`procfs`] and [`cgroup`]: text files under a root that tests point at fixtures.
 //!
 //! Every `unsafe` block says why it is sound; sizes of `#[repr(C)]` structs and ioctl
@@ -13,6 +14,7 @@
 pub mod blockdev;
 pub mod cgroup;
 pub mod hugetlb;
+pub mod kernel;
 pub mod madvise;
 pub mod memory;
 pub mod pagemap;

@@ -285,6 +285,26 @@ fn exit_codes_attach_and_detach() {
     });
 }
 
+/// `tierctl doctor` describes the cgroup tierd really works in, and how it works there.
+#[test]
+fn doctor_names_the_cgroup_and_quota_mechanism_tierd_uses() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static"]);
+    let version = d.status()["cgroup_version"].as_str().unwrap().to_string();
+    let out = d.try_ctl(&["doctor", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cgroup = &doctor["kernel"]["cgroup"];
+    assert_eq!(cgroup["version"], version.as_str(), "{doctor:#}");
+    assert_eq!(Some(d.cgroup_dir().parent().unwrap().to_str().unwrap()), cgroup["dir"].as_str(), "{doctor:#}");
+    let quota = doctor["choices"].as_array().unwrap().iter().find(|c| c["job"] == "DRAM quota").unwrap();
+    let file = if version == "v1" { "memory.limit_in_bytes" } else { "memory.high" };
+    assert!(quota["how"].as_str().unwrap().starts_with(file), "{doctor:#}");
+    assert!(doctor["blocker"].is_null(), "{doctor:#}");
+    let text = d.ctl(&["doctor"]);
+    assert!(text.contains("how tierd works here") && text.contains("process_madvise"), "{text}");
+}
+
 #[test]
 fn demote_and_prefetch_move_a_tenants_memory() {
     let _g = serial();

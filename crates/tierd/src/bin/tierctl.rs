@@ -160,6 +160,14 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', default_value = "8G,64G")]
         working_set: Vec<ByteSize>,
     },
+    /// What this kernel offers tierd (cgroup version and delegation, process_madvise,
+    /// PAGEMAP_SCAN, MADV_COLLAPSE, THP, DAMON, MGLRU, PSI, zswap), how tierd works on
+    /// it, and what could be enabled. Needs no tierd; exit code 1 when tierd cannot run.
+    Doctor {
+        /// Print JSON instead of the report.
+        #[arg(long)]
+        json: bool,
+    },
     /// Live view of the host and its tenants, like esxtop's memory screen.
     Top {
         /// Column to sort tenants by (in the view: n d t a u r w f).
@@ -228,6 +236,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let ws: Vec<u64> = working_set.iter().map(|w| w.0).collect();
             print!("{}", tierd_core::tlb::render(&entries, &ws));
+        }
+        Cmd::Doctor { json } => {
+            let report = tierd::doctor::Report::new(tierd_sys::kernel::KernelFeatures::probe());
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render());
+            }
+            if report.blocker.is_some() {
+                std::process::exit(1);
+            }
         }
         Cmd::Status { json } => {
             let v = call(sock, &Request::Status, t)?;

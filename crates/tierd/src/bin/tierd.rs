@@ -179,11 +179,9 @@ fn run() -> anyhow::Result<()> {
             humantime::format_duration(interval),
             socket.display()
         );
-        if !tierd_sys::pagemap::has_scan_ioctl() {
-            eprintln!(
-                "tierd: this kernel has no PAGEMAP_SCAN (Linux 6.7+): page state is read from pagemap entries, \
-                 slower on large tenants, and huge pages are not told apart"
-            );
+        // Only what changes how tierd works on this kernel; `tierctl doctor` has the rest.
+        for note in tierd::doctor::Report::new(tierd_sys::kernel::KernelFeatures::probe()).startup_notes() {
+            eprintln!("tierd: this kernel: {note}");
         }
     }
     let served = Arc::clone(&engine);
