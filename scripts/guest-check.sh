@@ -1,12 +1,13 @@
 # Runs inside the guest of scripts/guest-host.sh (busybox sh): tierd on cgroup v2 with
-# the virtual disk /dev/vda as its tier, one workload tenant at 2x its DRAM. Lines
-# starting "guest-check:" are read by crates/tierd/tests/guests.rs.
+# the virtual disk /dev/vda as its tier, a workload tenant at 3x the DRAM left to it and
+# one kept off the tier (--no-tier). Lines starting "guest-check:" are read by
+# crates/tierd/tests/guests.rs.
 say() { echo "guest-check: $*"; }
 ctl() { tierctl --socket /run/tierd.sock "$@"; }
 say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 say "doctor $(tierctl doctor --json | tr -d '\n')"
 [ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
-tierd --tier /dev/vda --dram-budget 96M --policy tierd --interval 2s --window 16s \
+tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd --interval 2s --window 16s \
   --state-dir /var/lib/tierd --socket /run/tierd.sock > /tmp/tierd.log 2>&1 &
 up=no
 for _ in $(seq 60); do
@@ -14,19 +15,23 @@ for _ in $(seq 60); do
   sleep 1
 done
 if [ "$up" = yes ]; then
+  ctl run --name keep --size 32M --no-tier -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:55s,idle:1s --json --report 10s
   ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:60s,idle:1s --json --report 10s
   sleep 45
   say "status $(ctl status --json | tr -d '\n')"
   for f in /sys/fs/cgroup/tierd/tenants/memory.high /sys/fs/cgroup/tierd/tenants/memory.max /sys/fs/cgroup/tierd/tenants/w/memory.high \
-    /sys/fs/cgroup/tierd/tenants/w/memory.swap.current; do
+    /sys/fs/cgroup/tierd/tenants/w/memory.swap.current /sys/fs/cgroup/tierd/tenants/keep/memory.swap.max \
+    /sys/fs/cgroup/tierd/tenants/keep/memory.swap.current; do
     [ -f "$f" ] && say "file $f $(cat "$f")"
   done
   for _ in $(seq 120); do
     ctl status --json | grep -q '"state": *"running"' || break
     sleep 1
   done
-  say "summary $(grep '"summary":true' /var/lib/tierd/tenants/w/stdout)"
-  say "tenant stderr $(tail -c 600 /var/lib/tierd/tenants/w/stderr | tr '\n' ' ')"
+  for t in w keep; do
+    say "summary $t $(grep '"summary":true' /var/lib/tierd/tenants/$t/stdout)"
+    say "tenant stderr $t $(tail -c 600 /var/lib/tierd/tenants/$t/stderr | tr '\n' ' ')"
+  done
 else
   say "fail: tierd did not come up"
 fi

@@ -2,7 +2,8 @@
 //!
 //! Capacity is the DRAM budget plus what the tier holds, at most ratio × DRAM. A tenant
 //! counts its declared size or its measured footprint, whichever is larger; reserves
-//! and pinned memory must fit in DRAM alone.
+//! and pinned memory must fit in DRAM alone. DRAM kept by tenants off the tier
+//! (`--no-tier`) backs no tier: the ratio applies to the DRAM left.
 
 use serde::Serialize;
 
@@ -14,12 +15,16 @@ pub struct Capacity {
     pub dram_budget: u64,
     pub ratio: f64,
     pub tier_size: u64,
+    /// DRAM set aside for tenants kept off the tier.
+    pub dram_kept: u64,
 }
 
 impl Capacity {
-    /// Bytes of tier that count: the tier's size, at most ratio × DRAM.
+    /// Bytes of tier that count: the tier's size, at most ratio × the DRAM not kept
+    /// off the tier.
     pub fn tier_bytes(&self) -> u64 {
-        self.tier_size.min((self.dram_budget as f64 * self.ratio) as u64)
+        let tiered_dram = self.dram_budget.saturating_sub(self.dram_kept);
+        self.tier_size.min((tiered_dram as f64 * self.ratio) as u64)
     }
 
     /// DRAM + ratio × DRAM (limited by the tier's real size).
@@ -34,6 +39,8 @@ pub struct Claim {
     pub size: u64,
     pub reserve: u64,
     pub pinned: u64,
+    /// Kept wholly in DRAM: its size comes out of what the ratio applies to.
+    pub off_tier: bool,
 }
 
 /// Why a tenant was not admitted.
@@ -57,6 +64,7 @@ pub enum AdmissionError {
 
 /// Checks whether `new` fits beside `existing`.
 pub fn admit(cap: &Capacity, existing: &[Claim], name: &str, new: Claim) -> Result<(), AdmissionError> {
+    let cap = &Capacity { dram_kept: cap.dram_kept + if new.off_tier { new.size } else { 0 }, ..*cap };
     let committed: u64 = existing.iter().map(|c| c.size.max(c.pinned)).sum();
     let size = new.size.max(new.pinned);
     if committed + size > cap.total() {
@@ -87,7 +95,7 @@ mod tests {
     use super::*;
     use crate::size::GIB;
 
-    const CAP: Capacity = Capacity { dram_budget: 4 * GIB, ratio: 1.0, tier_size: 4 * GIB };
+    const CAP: Capacity = Capacity { dram_budget: 4 * GIB, ratio: 1.0, tier_size: 4 * GIB, dram_kept: 0 };
 
     fn sized(size: u64) -> Claim {
         Claim { size, ..Claim::default() }
@@ -112,11 +120,25 @@ mod tests {
 
     #[test]
     fn reserves_and_pinned_memory_must_fit_in_dram() {
-        let existing = [Claim { size: GIB, reserve: 3 * GIB, pinned: 0 }];
-        let e = admit(&CAP, &existing, "db", Claim { size: GIB, reserve: 2 * GIB, pinned: 0 }).unwrap_err();
+        let existing = [Claim { size: GIB, reserve: 3 * GIB, ..Claim::default() }];
+        let e = admit(&CAP, &existing, "db", Claim { size: GIB, reserve: 2 * GIB, ..Claim::default() }).unwrap_err();
         assert!(matches!(e, AdmissionError::Reserve { .. }), "{e}");
-        let e = admit(&CAP, &existing, "vm", Claim { size: GIB, reserve: 0, pinned: 2 * GIB }).unwrap_err();
+        let e = admit(&CAP, &existing, "vm", Claim { size: GIB, pinned: 2 * GIB, ..Claim::default() }).unwrap_err();
         assert!(matches!(e, AdmissionError::Reserve { .. }), "{e}");
-        assert!(admit(&CAP, &existing, "ok", Claim { size: GIB, reserve: GIB, pinned: 0 }).is_ok());
+        assert!(admit(&CAP, &existing, "ok", Claim { size: GIB, reserve: GIB, ..Claim::default() }).is_ok());
+    }
+
+    #[test]
+    fn dram_kept_off_the_tier_backs_no_tier() {
+        // 4 GiB at ratio 1 holds 8 GiB; 2 GiB kept off the tier leaves 2 GiB of DRAM
+        // backing 2 GiB of tier: 6 GiB in all.
+        let kept = Claim { size: 2 * GIB, reserve: 2 * GIB, pinned: 0, off_tier: true };
+        assert!(admit(&CAP, &[sized(3 * GIB)], "keep", kept).is_ok());
+        let e = admit(&CAP, &[sized(5 * GIB)], "keep", kept).unwrap_err();
+        assert!(e.to_string().contains("does not fit: 5 GiB of 6 GiB already committed"), "{e}");
+        let cap = Capacity { dram_kept: 2 * GIB, ..CAP };
+        assert_eq!(cap.total(), 6 * GIB);
+        assert!(admit(&cap, &[kept, sized(3 * GIB)], "w", sized(GIB)).is_ok());
+        assert!(admit(&cap, &[kept, sized(3 * GIB)], "w", sized(GIB + 1)).is_err());
     }
 }

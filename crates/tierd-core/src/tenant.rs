@@ -25,6 +25,10 @@ pub struct TenantSpec {
     /// A virtual machine: report guest memory (the QEMU process's guest RAM mapping).
     #[serde(default)]
     pub vm: bool,
+    /// Kept wholly in DRAM (`--no-tier`): never demoted, its swap off in its cgroup, its
+    /// whole size guaranteed.
+    #[serde(default)]
+    pub no_tier: bool,
 }
 
 fn default_shares() -> u32 {
@@ -46,11 +50,23 @@ pub enum SpecError {
     /// limit too small
     #[error("tenant {name}: --limit {limit} is below the 4 MiB minimum")]
     TinyLimit { name: String, limit: String },
+    /// no-tier without a size
+    #[error("tenant {name}: --no-tier needs --size: that much DRAM is set aside for it")]
+    NoTierWithoutSize { name: String },
+    /// no-tier above its limit
+    #[error("tenant {name}: --no-tier keeps all of --size {size} in DRAM, above --limit {limit}")]
+    NoTierAboveLimit { name: String, size: String, limit: String },
 }
 
 impl TenantSpec {
     pub fn new(name: TenantName) -> Self {
-        TenantSpec { name, size: None, reserve: 0, limit: None, shares: DEFAULT_SHARES, vm: false }
+        TenantSpec { name, size: None, reserve: 0, limit: None, shares: DEFAULT_SHARES, vm: false, no_tier: false }
+    }
+
+    /// DRAM the tenant is sure of: its reserve, or its whole size when it is kept off
+    /// the tier.
+    pub fn guaranteed(&self) -> u64 {
+        if self.no_tier { self.size.unwrap_or(0).max(self.reserve) } else { self.reserve }
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
@@ -70,6 +86,12 @@ impl TenantSpec {
             && self.reserve > size
         {
             return Err(SpecError::ReserveAboveSize { name, reserve: human(self.reserve), size: human(size) });
+        }
+        if self.no_tier {
+            let Some(size) = self.size else { return Err(SpecError::NoTierWithoutSize { name }) };
+            if let Some(limit) = self.limit.filter(|&l| l < size) {
+                return Err(SpecError::NoTierAboveLimit { name, size: human(size), limit: human(limit) });
+            }
         }
         Ok(())
     }
@@ -108,5 +130,21 @@ mod tests {
         let mut s = spec();
         s.limit = Some(4096);
         assert!(matches!(s.validate(), Err(SpecError::TinyLimit { .. })));
+    }
+
+    #[test]
+    fn a_tenant_kept_off_the_tier_is_guaranteed_its_whole_size() {
+        let mut s = spec();
+        s.no_tier = true;
+        assert!(matches!(s.validate(), Err(SpecError::NoTierWithoutSize { .. })));
+        s.size = Some(1 << 30);
+        assert_eq!(s.validate(), Ok(()));
+        assert_eq!(s.guaranteed(), 1 << 30);
+        s.limit = Some(512 << 20);
+        assert!(matches!(s.validate(), Err(SpecError::NoTierAboveLimit { .. })));
+        s.no_tier = false;
+        s.limit = None;
+        s.reserve = 256 << 20;
+        assert_eq!(s.guaranteed(), 256 << 20);
     }
 }

@@ -188,7 +188,11 @@ pub struct TenantStatus {
     pub huge_bytes: u64,
     pub pinned_bytes: u64,
     pub quota_bytes: Option<u64>,
+    /// DRAM the tenant is sure of: its reserve, or all its size when kept off the tier.
     pub reserve_bytes: u64,
+    /// Kept wholly in DRAM (`--no-tier`).
+    #[serde(default)]
+    pub no_tier: bool,
     pub limit_bytes: Option<u64>,
     pub shares: u32,
     pub active_bytes: Option<u64>,

@@ -237,6 +237,7 @@ pub(crate) mod tests {
             pinned_bytes: 0,
             quota_bytes: Some(250),
             reserve_bytes: 0,
+            no_tier: false,
             limit_bytes: None,
             shares: 100,
             active_bytes: Some(150),

@@ -67,6 +67,46 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
     assert!(!d.cgroup_dir().exists(), "the cgroup subtree is removed when no tenant remains");
 }
 
+/// `--no-tier`: a tenant kept wholly in DRAM while its neighbour swaps; its size is
+/// set aside and backs no tier, so admission counts it out of the ratio.
+#[test]
+fn a_tenant_kept_off_the_tier_stays_in_dram_while_its_neighbour_swaps() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--ratio", "2", "--interval", "1s"]);
+    let e = String::from_utf8_lossy(&d.try_ctl(&["run", "--no-tier", "--", "true"]).stderr).to_string();
+    assert!(e.contains("--size"), "--no-tier needs the size to set aside: {e}");
+    // Cold memory it does not touch is what tierd would otherwise demote first.
+    let work = |size: &'static str, hot: &'static str, phase: &'static str| {
+        ["--size", size, "--hot", hot, "--phase", phase, "--json", "--report", "5s"]
+    };
+    d.run_workload("keep", &["--size", "128M", "--no-tier"], &work("128M", "16M", "active:60s"));
+    // 128 MiB of DRAM is left to back the tier: 2 x 128 MiB of tier, 384 MiB for the rest.
+    let e = String::from_utf8_lossy(&d.try_ctl(&["run", "--size", "400M", "--", "true"]).stderr).to_string();
+    assert!(e.contains("does not fit"), "{e}");
+    d.run_workload("w", &["--size", "384M"], &work("384M", "32M", "active:30s"));
+    wait_for("the neighbour to swap", Duration::from_secs(60), || u(&d.tenant("w")["tier_bytes"]) > 100 * MIB);
+    std::thread::sleep(Duration::from_secs(5));
+    let keep = d.tenant("keep");
+    assert_eq!(keep["state"], "running", "{keep:#}");
+    assert_eq!(keep["no_tier"], true, "{keep:#}");
+    assert_eq!(u(&keep["reserve_bytes"]), 128 * MIB, "{keep:#}");
+    assert_eq!(u(&keep["tier_bytes"]), 0, "not a page of it on the tier: {keep:#}");
+    assert!(u(&keep["dram_bytes"]) >= 120 * MIB, "{keep:#}");
+    let swappiness = std::fs::read_to_string(d.cgroup_dir().join("tenants/keep/memory.swappiness")).unwrap_or_default();
+    assert_eq!(swappiness.trim(), "0");
+    let e = String::from_utf8_lossy(&d.try_ctl(&["demote", "keep"]).stderr).to_string();
+    assert!(e.contains("kept off the tier"), "{e}");
+    assert!(d.ctl(&["explain", "keep"]).contains("kept off the tier: all 128 MiB in DRAM"));
+
+    wait_for("both workloads to finish", Duration::from_secs(120), || {
+        ["keep", "w"].iter().all(|n| d.tenant(n)["state"] == "exited")
+    });
+    for (name, bytes) in [("keep", 128 * MIB), ("w", 384 * MIB)] {
+        assert_eq!(d.tenant(name)["exit_code"], 0, "{name}: {}", d.tenant_stdout(name));
+        assert_eq!(u(&d.summary(name)["verified_pages"]), bytes / 4096, "{name}");
+    }
+}
+
 #[test]
 fn a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind() {
     let _g = serial();

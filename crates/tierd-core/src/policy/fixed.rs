@@ -13,9 +13,9 @@ pub fn plan(snap: &Snapshot) -> Plan {
         .tenants
         .iter()
         .map(|t| {
-            let cap = t.spec.limit.unwrap_or(budget).max(t.spec.reserve);
+            let cap = t.spec.limit.unwrap_or(budget).max(t.spec.guaranteed());
             // A tenant that has not grown yet still weighs MIN_QUOTA, so it can grow.
-            Claim { floor: t.spec.reserve, demand: t.size().max(MIN_QUOTA), cap, weight: t.size().max(MIN_QUOTA) }
+            Claim { floor: t.spec.guaranteed(), demand: t.size().max(MIN_QUOTA), cap, weight: t.size().max(MIN_QUOTA) }
         })
         .collect();
     let parts = divide(budget, &claims);
@@ -32,9 +32,7 @@ pub fn plan(snap: &Snapshot) -> Plan {
                 human(t.size()),
                 human(total)
             );
-            if t.spec.reserve > 0 {
-                reason += &format!(", reserve {}", human(t.spec.reserve));
-            }
+            reason += &super::guarantee_note(&t.spec);
             if let Some(limit) = t.spec.limit {
                 reason += &format!(", limit {}", human(limit));
             }

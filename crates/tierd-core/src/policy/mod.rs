@@ -34,10 +34,28 @@ pub const GENERATION: &str = "v2 (one objective)";
 
 /// Plans one interval with the given policy.
 pub fn plan(kind: PolicyKind, snap: &Snapshot, knobs: &Knobs) -> Plan {
-    match kind {
+    let mut plan = match kind {
         PolicyKind::None => none::plan(snap),
         PolicyKind::Static => fixed::plan(snap),
         PolicyKind::Tierd => tierd::plan(snap, knobs),
+    };
+    // Whatever the policy: a tenant kept off the tier is never paged out to it.
+    for tp in &mut plan.tenants {
+        if snap.tenants.iter().any(|t| t.spec.name == tp.name && t.spec.no_tier) {
+            tp.demote.clear();
+            tp.relayout.clear();
+        }
+    }
+    plan
+}
+
+/// What a tenant is sure of, for a decision's reason: `, reserve 1 GiB`,
+/// `, kept off the tier: all 1 GiB in DRAM`, or nothing.
+fn guarantee_note(spec: &crate::tenant::TenantSpec) -> String {
+    match (spec.no_tier, spec.guaranteed()) {
+        (true, g) => format!(", kept off the tier: all {} in DRAM", crate::size::human(g)),
+        (false, 0) => String::new(),
+        (false, r) => format!(", reserve {}", crate::size::human(r)),
     }
 }
 #[cfg(test)]

@@ -77,7 +77,7 @@ fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State
     // tenant that loses the allocation gets nothing it could not use: a part of a hot
     // set it lacks is worth nothing, and the DRAM is another's whole hot set.
     let least = if working { WORKING_FLOOR } else { k.rest_floor };
-    let floor = t.spec.reserve.max(t.pinned).max(least.min(size));
+    let floor = t.spec.guaranteed().max(t.pinned).max(least.min(size));
     let cap = t.spec.limit.unwrap_or(snap.dram_budget).min(ceiling(size)).max(floor);
     let weight = t.spec.shares as f64 / 100.0 * curve.cores;
     let kept = if working { 0 } else { moves::working_set_held(t, window) };
@@ -181,7 +181,8 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
         })
         .sum::<u64>();
     let short = needs > budget;
-    let guarded = states.iter().any(|s| s.view.spec.reserve > 0 || s.view.pinned > 0 || s.view.spec.limit.is_some());
+    let guarded =
+        states.iter().any(|s| s.view.spec.guaranteed() > 0 || s.view.pinned > 0 || s.view.spec.limit.is_some());
     let shared_work = work(&states, &shared_parts(&states, budget), fault);
     let model_work = work(&states, &parts, fault);
     // Under the shared limit, what the tenants get is measured, not predicted: quotas
@@ -314,9 +315,7 @@ fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, roo
         Some(q) => why += &format!("; quota {}", human(q)),
         None => why += "; no quota of its own: one shared limit",
     }
-    if t.spec.reserve > 0 {
-        why += &format!(", reserve {}", human(t.spec.reserve));
-    }
+    why += &super::guarantee_note(&t.spec);
     let mut tp = TenantPlan::quota_only(t.spec.name.clone(), quota, why);
     tp.woke = t.since_rest_secs.is_some_and(|x| x <= interval) && t.at_rest_secs.is_none();
     let limit = quota.unwrap_or(u64::MAX);
@@ -555,5 +554,30 @@ mod tests {
             assert!(!tp.demote.is_empty(), "{}", tp.reason);
             assert!(tp.demote.iter().all(|r| r.start >= 96 << 21), "the coldest first: {:?}", tp.demote);
         }
+    }
+
+    #[test]
+    fn a_tenant_kept_off_the_tier_is_never_demoted_even_past_its_size() {
+        let six = |no_tier: bool| {
+            let mut ts: Vec<TenantView> =
+                (1..=6).map(|i| working(&format!("u{i}"), 512 * MIB, 192 * MIB, 160 * MIB, 0.8)).collect();
+            // u6 grew to 320 MiB past the 256 MiB it declared, much of it cold.
+            ts[5].spec.size = Some(256 * MIB);
+            ts[5].spec.no_tier = no_tier;
+            ts[5].dram = 320 * MIB;
+            ts[5].regions =
+                (0..160).map(|i| region(i, if i < 96 { 2.0 } else { 100.0 + i as f64 }, 2 * MIB, 0, false)).collect();
+            for r in &mut ts[5].regions {
+                r.cold_samples = 2;
+            }
+            let p = crate::policy::plan(crate::config::PolicyKind::Tierd, &snap_of(GIB, ts), &K);
+            p.tenants.into_iter().find(|t| t.name.as_str() == "u6").unwrap()
+        };
+        let tiered = six(false);
+        assert!(!tiered.demote.is_empty(), "a tiered tenant past its quota is demoted: {}", tiered.reason);
+        let kept = six(true);
+        assert!(kept.demote.is_empty() && kept.relayout.is_empty(), "{:?}", kept.demote);
+        assert!(kept.quota.is_some_and(|q| q >= 256 * MIB), "its whole size is its floor: {:?}", kept.quota);
+        assert!(kept.reason.contains("kept off the tier: all 256 MiB in DRAM"), "{}", kept.reason);
     }
 }

@@ -78,6 +78,9 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn remove(&self, rel: &str) -> Result<(), CgroupError>;
     /// Sets the DRAM limit (`None`: unlimited).
     fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError>;
+    /// Keeps the cgroup's anonymous memory out of swap: v2 `memory.swap.max` 0, v1
+    /// `memory.swappiness` 0 (demotion by `process_madvise` ignores both: tierd skips it).
+    fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError>;
     fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError>;
     /// Reclaims about `bytes` from the cgroup now (frees the swap cache after a
     /// demotion); returns the bytes freed.

@@ -109,6 +109,10 @@ impl MemoryController for V1 {
         self.write_limit(&dir, limit)
     }
 
+    fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
+        Ok(write_text(&inside(&self.base, rel)?.join("memory.swappiness"), "0")?)
+    }
+
     fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError> {
         let dir = inside(&self.base, rel)?;
         let s = stat_map(&read_text(&dir.join("memory.stat"))?);

@@ -63,6 +63,10 @@ impl MemoryController for V2 {
         Ok(())
     }
 
+    fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
+        Ok(write_text(&inside(&self.base, rel)?.join("memory.swap.max"), "0")?)
+    }
+
     fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError> {
         let dir = inside(&self.base, rel)?;
         let s: HashMap<String, u64> = read_text(&dir.join("memory.stat"))?

@@ -43,6 +43,10 @@ struct SpecArgs {
     /// The tenant is a virtual machine (a QEMU process).
     #[arg(long)]
     vm: bool,
+    /// Keep the tenant wholly in DRAM: never demoted, swap off in its cgroup, its
+    /// whole --size set aside (and not backing any tier).
+    #[arg(long, requires = "size")]
+    no_tier: bool,
 }
 
 impl SpecArgs {
@@ -54,6 +58,7 @@ impl SpecArgs {
             limit: self.limit.map(|s| s.0),
             shares: self.shares,
             vm: self.vm,
+            no_tier: self.no_tier,
         }
     }
 }

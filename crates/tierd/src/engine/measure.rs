@@ -159,7 +159,8 @@ impl Engine {
         .with_cpu_budget(self.cfg.tracker.cpu_budget);
         // Last known: an interval with too few reads to time keeps the one before.
         let read_secs = self.tier_view.read_latency_us.map(|us| us / 1e6);
-        for (i, t) in self.tenants.values_mut().filter(|t| t.is_running()).enumerate() {
+        // Sampling pages a few pages out: not for a tenant kept off the tier.
+        for (i, t) in self.tenants.values_mut().filter(|t| t.is_running() && !t.spec.no_tier).enumerate() {
             let proc = self.proc.clone();
             let tracker = t
                 .tracker

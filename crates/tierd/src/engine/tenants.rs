@@ -3,21 +3,24 @@
 
 use super::*;
 
+/// A tenant's claim on capacity: its declared size or footprint, whichever is larger.
+fn claim(spec: &TenantSpec, footprint: u64, pinned: u64) -> Claim {
+    Claim { size: spec.size.unwrap_or(0).max(footprint), reserve: spec.guaranteed(), pinned, off_tier: spec.no_tier }
+}
+
 impl Engine {
     pub(super) fn capacity(&self) -> Capacity {
         let tier_size = self.tier.as_ref().map(|t| t.usage(&self.proc).0).unwrap_or(0);
-        Capacity { dram_budget: self.cfg.dram_budget, ratio: self.cfg.ratio, tier_size }
+        let running = self.tenants.values().filter(|t| t.is_running());
+        let dram_kept = running.filter(|t| t.spec.no_tier).map(|t| t.spec.guaranteed()).sum();
+        Capacity { dram_budget: self.cfg.dram_budget, ratio: self.cfg.ratio, tier_size, dram_kept }
     }
 
     pub(super) fn claims(&self) -> Vec<Claim> {
         self.tenants
             .values()
             .filter(|t| t.is_running())
-            .map(|t| Claim {
-                size: t.spec.size.unwrap_or(0).max(t.measure.footprint),
-                reserve: t.spec.reserve,
-                pinned: t.measure.pinned,
-            })
+            .map(|t| claim(&t.spec, t.measure.footprint, t.measure.pinned))
             .collect()
     }
 
@@ -29,8 +32,7 @@ impl Engine {
             }
             bail!("tenant {} has exited but is still listed; `tierctl rm {}` first", spec.name, spec.name);
         }
-        let claim = Claim { size: spec.size.unwrap_or(0).max(footprint), reserve: spec.reserve, pinned };
-        admit(&self.capacity(), &self.claims(), spec.name.as_str(), claim)?;
+        admit(&self.capacity(), &self.claims(), spec.name.as_str(), claim(spec, footprint, pinned))?;
         Ok(())
     }
 
@@ -42,6 +44,12 @@ impl Engine {
     ) -> anyhow::Result<(String, Option<u64>)> {
         let rel = self.tenant_rel(&spec.name);
         self.cg.create(&rel).with_context(|| format!("creating cgroup {rel}"))?;
+        if spec.no_tier
+            && let Err(e) = self.cg.keep_off_swap(&rel)
+        {
+            let _ = self.cg.remove(&rel);
+            return Err(anyhow!(e).context("keeping the new tenant off the tier"));
+        }
         let mut snap = self.snapshot();
         snap.tenants.push(TenantView::unmeasured(spec.clone(), footprint));
         let quota =
@@ -190,6 +198,9 @@ impl Engine {
         let rel = self.tenant_rel(name);
         let proc = self.proc.clone();
         let t = self.running(name)?;
+        if t.spec.no_tier {
+            bail!("tenant {name} is kept off the tier (--no-tier): its memory stays in DRAM");
+        }
         let start = Instant::now();
         let mut total = mover::Moved::default();
         let mut left = bytes.unwrap_or(u64::MAX);
