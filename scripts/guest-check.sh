@@ -7,22 +7,27 @@ ctl() { tierctl --socket /run/tierd.sock "$@"; }
 say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 say "doctor $(tierctl doctor --json | tr -d '\n')"
 [ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
-tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd --interval 2s --window 16s \
-  --state-dir /var/lib/tierd --socket /run/tierd.sock > /tmp/tierd.log 2>&1 &
+# Started as systemd starts a service with Delegate=yes: in a cgroup of its own, which
+# its parent offers the memory controller.
+svc=/sys/fs/cgroup/tierd.service
+mkdir $svc
+sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd \
+  --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
+tierd_pid=$!
 up=no
 for _ in $(seq 60); do
   ctl status > /dev/null 2>&1 && { up=yes; break; }
   sleep 1
 done
 if [ "$up" = yes ]; then
+  say "tierd cgroup $(cat /proc/$tierd_pid/cgroup)"
+  cg=$svc/tierd/tenants
   ctl run --name keep --size 32M --no-tier -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:55s,idle:1s --json --report 10s
   ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:60s,idle:1s --json --report 10s
   sleep 45
   say "status $(ctl status --json | tr -d '\n')"
-  for f in /sys/fs/cgroup/tierd/tenants/memory.high /sys/fs/cgroup/tierd/tenants/memory.max /sys/fs/cgroup/tierd/tenants/w/memory.high \
-    /sys/fs/cgroup/tierd/tenants/w/memory.swap.current /sys/fs/cgroup/tierd/tenants/keep/memory.swap.max \
-    /sys/fs/cgroup/tierd/tenants/keep/memory.swap.current; do
-    [ -f "$f" ] && say "file $f $(cat "$f")"
+  for f in memory.high memory.max w/memory.high w/memory.swap.current keep/memory.swap.max keep/memory.swap.current; do
+    [ -f "$cg/$f" ] && say "file tenants/$f $(cat "$cg/$f")"
   done
   for _ in $(seq 120); do
     ctl status --json | grep -q '"state": *"running"' || break

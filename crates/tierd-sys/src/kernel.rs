@@ -110,8 +110,9 @@ fn cgroup_facts(root: &Path, proc: &ProcFs) -> Result<CgroupFacts, cgroup::Cgrou
     let (memory_delegated, swap_accounting) = match ctl.version() {
         Version::V1 => (true, dir.join("memory.memsw.limit_in_bytes").exists()),
         Version::V2 => {
-            let delegated =
-                text(&dir.join("cgroup.subtree_control")).is_some_and(|t| t.split_whitespace().any(|c| c == "memory"));
+            let has_memory =
+                |file: &str| text(&dir.join(file)).is_some_and(|t| t.split_whitespace().any(|c| c == "memory"));
+            let delegated = has_memory("cgroup.subtree_control") || has_memory("cgroup.controllers");
             // The root cgroup has no memory.* files: there only the boot options tell.
             let swap = if dir.join("memory.current").exists() {
                 dir.join("memory.swap.max").exists()
@@ -201,9 +202,15 @@ mod tests {
         for gone in ["proc/pressure", "sys/kernel/mm/damon", "sys/module/zswap", "sys/kernel/mm/transparent_hugepage"] {
             std::fs::remove_dir_all(dir.path().join(gone)).unwrap();
         }
+        // tierd in a service cgroup whose parent gives it no memory controller.
+        proc_with(dir.path(), "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/svc\n");
         populate(
             dir.path(),
-            &[("sys/kernel/mm/lru_gen/enabled", "0x0000\n"), ("sys/fs/cgroup/cgroup.subtree_control", "cpu\n")],
+            &[
+                ("sys/kernel/mm/lru_gen/enabled", "0x0000\n"),
+                ("sys/fs/cgroup/svc/cgroup.controllers", "cpu\n"),
+                ("sys/fs/cgroup/svc/cgroup.subtree_control", "\n"),
+            ],
         );
         let k = KernelFeatures::read(dir.path(), &ProcFs::new(dir.path().join("proc")), CALLS);
         let c = k.cgroup.unwrap();

@@ -230,6 +230,12 @@ pub fn detect(fs_root: &Path, proc: &ProcFs) -> Result<Box<dyn MemoryController>
             mount_dir.display()
         )));
     }
+    // In its service's leaf (systemd's DelegateSubgroup=supervisor, or where tierd
+    // moved itself, see `V2`), the service's cgroup is the one it manages.
+    let own = match own.strip_suffix(&format!("/{}", v2::SUPERVISOR)) {
+        Some(service) if !service.is_empty() => service.to_string(),
+        _ => own,
+    };
     let base = mount_dir.join(own.trim_start_matches('/'));
     Ok(Box::new(V2::new(base, own)))
 }
@@ -345,6 +351,20 @@ mod tests {
         let c = detect(t.path(), &ProcFs::new(t.path().join("proc"))).unwrap();
         assert_eq!(c.version(), Version::V2);
         assert_eq!(c.base(), t.path().join("sys/fs/cgroup/system.slice/tierd.service"));
+    }
+
+    #[test]
+    fn in_its_supervisor_leaf_tierd_manages_the_service_cgroup() {
+        let t = tempfile::tempdir().unwrap();
+        fixture::proc_with(
+            t.path(),
+            "30 25 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+            "0::/system.slice/tierd.service/supervisor\n",
+        );
+        fixture::populate(&t.path().join("sys/fs/cgroup"), &[("cgroup.controllers", "cpu io memory pids\n")]);
+        let c = detect(t.path(), &ProcFs::new(t.path().join("proc"))).unwrap();
+        assert_eq!(c.base(), t.path().join("sys/fs/cgroup/system.slice/tierd.service"));
+        assert_eq!(c.own(), "/system.slice/tierd.service");
     }
 
     #[test]

@@ -1,12 +1,19 @@
 //! cgroup v2 memory controller: `memory.high` as the DRAM quota (throttles and reclaims
 //! instead of killing), `memory.reclaim` to free the swap cache after a demotion, and
 //! `memory.swap.max` left at `max` so cold pages may go to the tier.
+//!
+//! A v2 cgroup with processes of its own cannot hand controllers to children, so
+//! tierd started in a delegated service cgroup (systemd's `Delegate=yes`) first moves
+//! itself into the leaf [`SUPERVISOR`] (the name systemd's `DelegateSubgroup=` uses).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir};
 use crate::{read_text, read_u64, write_text};
+
+/// The leaf tierd itself runs in below the cgroup it manages.
+pub const SUPERVISOR: &str = "supervisor";
 
 #[derive(Debug)]
 pub struct V2 {
@@ -30,9 +37,21 @@ impl V2 {
             return Ok(());
         }
         if parent == self.base {
-            return Err(CgroupError::NotDelegated(self.own.clone()));
+            let offered = read_text(&parent.join("cgroup.controllers"))?;
+            if !offered.split_whitespace().any(|c| c == "memory") {
+                return Err(CgroupError::NotDelegated(self.own.clone()));
+            }
+            self.leave_for_supervisor()?;
         }
         write_text(&parent.join("cgroup.subtree_control"), "+memory")?;
+        Ok(())
+    }
+
+    /// Moves this process out of `base` into its leaf, so `base` may delegate.
+    fn leave_for_supervisor(&self) -> Result<(), CgroupError> {
+        let leaf = self.base.join(SUPERVISOR);
+        make_dir(&leaf)?;
+        write_text(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
         Ok(())
     }
 }
@@ -136,6 +155,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let base = t.path().join("cg/svc");
         populate(&base, &[("cgroup.subtree_control", if delegated { "cpu memory\n" } else { "cpu\n" })]);
+        populate(&base, &[("cgroup.controllers", if delegated { "cpu memory\n" } else { "cpu\n" })]);
         populate(&base.join("tierd"), &[("cgroup.subtree_control", "")]);
         populate(&base.join("tierd/db"), &leaf());
         (t, V2::new(base, "/svc".into()))
@@ -178,6 +198,18 @@ mod tests {
         let e = c2.create("tierd2").unwrap_err();
         assert!(matches!(e, CgroupError::NotDelegated(_)), "{e}");
         assert!(e.to_string().contains("Delegate=yes"));
+    }
+
+    #[test]
+    fn a_service_cgroup_offered_memory_is_delegated_once_tierd_moves_to_its_leaf() {
+        // As systemd's Delegate=yes leaves it: memory offered, not yet enabled below.
+        let (_t, c) = tree(true);
+        populate(c.base(), &[("cgroup.subtree_control", "")]);
+        populate(&c.base().join(SUPERVISOR), &[("cgroup.procs", "")]);
+        c.create("tierd3").unwrap();
+        let moved = std::fs::read_to_string(c.base().join("supervisor/cgroup.procs")).unwrap();
+        assert_eq!(moved, std::process::id().to_string(), "tierd left the cgroup it manages");
+        assert_eq!(std::fs::read_to_string(c.base().join("cgroup.subtree_control")).unwrap(), "+memory");
     }
 
     #[test]
