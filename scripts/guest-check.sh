@@ -11,14 +11,17 @@ say "doctor $(tierctl doctor --json | tr -d '\n')"
 # its parent offers the memory controller.
 svc=/sys/fs/cgroup/tierd.service
 mkdir $svc
-sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd \
-  --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
-tierd_pid=$!
-up=no
-for _ in $(seq 60); do
-  ctl status > /dev/null 2>&1 && { up=yes; break; }
-  sleep 1
-done
+start_tierd() { # CGROUP_DIR LOG
+  sh -c "echo \$\$ > $1/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd \
+    --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > "$2" 2>&1 &
+  tierd_pid=$!
+  up=no
+  for _ in $(seq 60); do
+    ctl status > /dev/null 2>&1 && { up=yes; break; }
+    sleep 1
+  done
+}
+start_tierd $svc /tmp/tierd.log
 if [ "$up" = yes ]; then
   say "tierd cgroup $(cat /proc/$tierd_pid/cgroup)"
   cg=$svc/tierd/tenants
@@ -29,6 +32,12 @@ if [ "$up" = yes ]; then
   for f in memory.high memory.max w/memory.high w/memory.swap.current keep/memory.swap.max keep/memory.swap.current; do
     [ -f "$cg/$f" ] && say "file tenants/$f $(cat "$cg/$f")"
   done
+  # kill -9, and a restart as systemd 254's DelegateSubgroup=supervisor makes it.
+  kill -9 "$tierd_pid"
+  sleep 1
+  start_tierd $svc/supervisor /tmp/tierd-restarted.log
+  say "restarted $up $(cat /proc/$tierd_pid/cgroup)"
+  say "readopted $(ctl status --json | tr -d '\n')"
   for _ in $(seq 120); do
     ctl status --json | grep -q '"state": *"running"' || break
     sleep 1
@@ -40,5 +49,6 @@ if [ "$up" = yes ]; then
 else
   say "fail: tierd did not come up"
 fi
-{ head -n 8 /tmp/tierd.log; echo ...; tail -n 40 /tmp/tierd.log; } | sed 's/^/guest-log: /'
+{ head -n 8 /tmp/tierd.log; echo ...; tail -n 20 /tmp/tierd.log; echo "restarted:"; tail -n 20 /tmp/tierd-restarted.log; } |
+  sed 's/^/guest-log: /'
 say "done"

@@ -147,6 +147,17 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> 
     assert_eq!((keep["no_tier"].as_bool(), keep["tier_bytes"].as_u64()), (Some(true), Some(0)), "{keep:#}\n{log}");
     assert_eq!(said(&console, "file tenants/keep/memory.swap.max").map(str::trim), Some("0"));
     assert_eq!(said(&console, "file tenants/keep/memory.swap.current").map(str::trim), Some("0"));
+    // kill -9 and a restart in `supervisor`: both tenants re-adopted, still running,
+    // the kept one still off the tier.
+    assert_eq!(said(&console, "restarted yes").map(str::trim), Some("0::/tierd.service/supervisor"), "{log}");
+    let readopted: Value =
+        serde_json::from_str(said(&console, "readopted").unwrap_or_else(|| panic!("{log}"))).unwrap();
+    for name in ["w", "keep"] {
+        let t = readopted["tenants"].as_array().unwrap().iter().find(|t| t["name"] == name);
+        let t = t.unwrap_or_else(|| panic!("{name} re-adopted: {readopted:#}\n{log}"));
+        assert_eq!(t["state"], "running", "{t:#}");
+        assert_eq!(t["no_tier"], name == "keep", "{t:#}");
+    }
     for t in [w, keep] {
         let mib = |k: &str| t[k].as_u64().unwrap_or(0) / MIB;
         eprintln!(
