@@ -184,6 +184,10 @@ pub struct TenantStatus {
     pub size_bytes: u64,
     pub declared_size_bytes: Option<u64>,
     pub dram_bytes: u64,
+    /// Of `dram_bytes`, anonymous memory still charged to the cgroup the tenant's
+    /// processes had before `attach` (the kernel moves no charges).
+    #[serde(default)]
+    pub charged_elsewhere_bytes: u64,
     pub tier_bytes: u64,
     pub huge_bytes: u64,
     pub pinned_bytes: u64,

@@ -238,6 +238,7 @@ pub(crate) mod tests {
             quota_bytes: Some(250),
             reserve_bytes: 0,
             no_tier: false,
+            charged_elsewhere_bytes: 0,
             limit_bytes: None,
             shares: 100,
             active_bytes: Some(150),

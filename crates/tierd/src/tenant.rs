@@ -35,8 +35,12 @@ pub struct Measure {
     pub at: Option<Instant>,
     /// Anonymous memory, resident + swapped.
     pub footprint: u64,
-    /// Memory charged to the tenant's cgroup (its DRAM).
+    /// Its DRAM: what its cgroup is charged, plus [`Self::charged_elsewhere`].
     pub dram: u64,
+    /// Resident anonymous memory still charged to the cgroup it had before it was
+    /// attached (the kernel moves no charges): its quota's reclaim cannot reach it,
+    /// tierd's demotion can.
+    pub charged_elsewhere: u64,
     /// Bytes on the tier.
     pub tier: u64,
     pub huge: u64,
@@ -55,6 +59,14 @@ pub struct Measure {
     pub tier_write_bytes_per_sec: f64,
     /// Tier bytes at the start of the current interval (the write rate's baseline).
     pub tier_at_rate: u64,
+}
+
+/// Resident anonymous memory of a tenant's processes beyond what its cgroup is charged
+/// for anonymous memory: what stayed charged where they lived before. Gaps under 16 MiB
+/// or a tenth of the resident memory are the two readings' timing, not a charge.
+pub fn charged_elsewhere(resident_anon: u64, cgroup_anon: u64) -> u64 {
+    let gap = resident_anon.saturating_sub(cgroup_anon);
+    if gap >= (16 << 20).max(resident_anon / 10) { gap } else { 0 }
 }
 
 /// A decision with its reason, for `tierctl explain`.
@@ -254,5 +266,14 @@ mod tests {
         // Its PID is reused by a process with a lower counter: counted from there.
         assert_eq!(f.update([(10, 541), (11, 3)]), 46);
         assert_eq!(f.update([(10, 541), (11, 4)]), 47);
+    }
+
+    #[test]
+    fn memory_charged_elsewhere_is_the_resident_gap_beyond_timing_noise() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(charged_elsewhere(512 * MIB, 4 * MIB), 508 * MIB, "attached: charges stayed behind");
+        assert_eq!(charged_elsewhere(512 * MIB, 500 * MIB), 0, "a fill between two readings");
+        assert_eq!(charged_elsewhere(64 * MIB, 60 * MIB), 0);
+        assert_eq!(charged_elsewhere(4 * MIB, 8 * MIB), 0, "charged more than resident: swap cache");
     }
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::process::Command;
 use std::time::Duration;
 
 use support::*;
@@ -323,6 +324,41 @@ fn exit_codes_attach_and_detach() {
     wait_for("the empty detached cgroup to go", Duration::from_secs(10), || {
         !d.cgroup_dir().join("detached/sleeper").exists()
     });
+}
+
+/// A process that filled its memory before it was attached: the kernel leaves those
+/// charges in its old cgroup (v1 moves none on this kernel, v2 never does). tierd says
+/// so, counts the memory as the tenant's DRAM and tiers it by demotion.
+#[test]
+fn memory_charged_before_attach_is_counted_and_tiered() {
+    let _g = serial();
+    // A 16 s window: under one shared limit, regions idle a window go out ahead of the
+    // kernel's reclaim (and only tierd's demotion can reach these pages).
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--ratio", "2", "--interval", "1s", "--window", "16s"]);
+    let out = d.state_dir().join("old.out");
+    let mut old = Command::new(bench_bin())
+        .args(["workload", "--size", "384M", "--hot", "32M", "--phase", "active:60s", "--json", "--report", "5s"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    d.tenant_pids.push(old.id());
+    let output = || std::fs::read_to_string(&out).unwrap_or_default();
+    wait_for("the workload to fill before it is attached", Duration::from_secs(60), || output().contains("\"phase\""));
+    d.ctl(&["attach", &old.id().to_string(), "--name", "old", "--size", "384M"]);
+    let t = d.tenant("old");
+    assert!(u(&t["charged_elsewhere_bytes"]) >= 300 * MIB, "its charges stayed behind: {t:#}");
+    assert!(u(&t["dram_bytes"]) >= 300 * MIB, "and count as its DRAM: {t:#}");
+    let explain = d.ctl(&["explain", "old"]);
+    assert!(explain.contains("stays charged to its old cgroup"), "{explain}");
+    let end = std::time::Instant::now() + Duration::from_secs(40);
+    while std::time::Instant::now() < end && u(&d.tenant("old")["tier_bytes"]) < 96 * MIB {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(u(&d.tenant("old")["tier_bytes"]) >= 96 * MIB, "{:#}\n{}", d.tenant("old"), d.ctl(&["explain", "old"]));
+    assert!(old.wait().unwrap().success(), "{}", output());
+    let summary = output().lines().rev().find(|l| l.contains("\"summary\":true")).map(str::to_string);
+    let summary: serde_json::Value = serde_json::from_str(&summary.unwrap_or_default()).unwrap();
+    assert_eq!(u(&summary["verified_pages"]), 384 * MIB / 4096, "{summary:#}");
 }
 
 /// `tierctl doctor` describes the cgroup tierd really works in, and how it works there.

@@ -75,11 +75,13 @@ impl Engine {
                 continue;
             }
             let mut footprint = 0;
+            let mut resident_anon = 0;
             let mut swapped = 0;
             let (mut locked, mut hugetlb) = (0, 0);
             for p in &t.procs {
                 if let Ok(m) = self.proc.memory(p.pid()) {
                     footprint += m.rss_anon + m.swap;
+                    resident_anon += m.rss_anon;
                     swapped += m.swap;
                     locked += m.locked;
                     hugetlb += m.hugetlb;
@@ -117,7 +119,8 @@ impl Engine {
                 );
             }
             t.measure.footprint = footprint;
-            t.measure.dram = stats.usage;
+            t.measure.charged_elsewhere = crate::tenant::charged_elsewhere(resident_anon, stats.anon);
+            t.measure.dram = stats.usage + t.measure.charged_elsewhere;
             t.measure.tier = stats.swap.max(swapped);
             t.measure.huge = stats.anon_huge;
             t.measure.pinned = pinned;

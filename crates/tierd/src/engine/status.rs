@@ -56,6 +56,7 @@ impl Engine {
                 pinned_bytes: t.measure.pinned,
                 quota_bytes: t.quota,
                 reserve_bytes: t.spec.guaranteed(),
+                charged_elsewhere_bytes: t.measure.charged_elsewhere,
                 no_tier: t.spec.no_tier,
                 limit_bytes: t.spec.limit,
                 shares: t.spec.shares,

@@ -124,6 +124,7 @@ impl Engine {
                 self.cg.base().display()
             );
         }
+        let before = self.proc.memory_cgroup(Some(pid)).unwrap_or_else(|_| "?".into());
         let m = self.proc.memory(pid)?;
         self.check_new(&spec, m.rss_anon + m.swap, m.locked + m.hugetlb)?;
         let (rel, quota) = self.prepare_cgroup(&spec, m.rss_anon + m.swap)?;
@@ -136,7 +137,18 @@ impl Engine {
         t.procs = Pidfd::open(pid).into_iter().collect();
         t.quota = quota;
         let name = t.spec.name.clone();
-        let msg = format!("attached pid {pid}, quota {}", show_quota(quota));
+        let mut msg = format!("attached pid {pid}, quota {}", show_quota(quota));
+        let charged = self.cg.stats(&rel).map(|s| s.anon).unwrap_or(0);
+        let elsewhere = crate::tenant::charged_elsewhere(m.rss_anon, charged);
+        if elsewhere > 0 {
+            msg += &format!(
+                "; {} of its memory stays charged to its old cgroup {} (the kernel moves no charges): \
+                 tierd counts it as the tenant's DRAM and tiers it by demotion, but the quota's own reclaim \
+                 cannot reach it",
+                human(elsewhere),
+                before
+            );
+        }
         t.decide(now_secs(), msg.clone());
         self.tenants.insert(name.clone(), t);
         self.events.info(Some(name.as_str()), msg);
