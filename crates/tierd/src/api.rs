@@ -221,6 +221,13 @@ pub struct TenantStatus {
     /// Growth of its tier footprint per second: a lower bound of its tier writes.
     #[serde(default)]
     pub tier_write_bytes_per_sec: f64,
+    /// Share of the last interval in which some of its tasks stalled on memory, from the
+    /// kernel's per-cgroup PSI (cgroup v2; absent on v1).
+    #[serde(default)]
+    pub memory_pressure_some: Option<f64>,
+    /// The same, all of its tasks at once.
+    #[serde(default)]
+    pub memory_pressure_full: Option<f64>,
     /// Cores its processes used at the last look between intervals (`tierd` policy).
     #[serde(default)]
     pub cpu_cores: f64,

@@ -217,7 +217,12 @@ fn optional_findings(k: &KernelFeatures) -> Vec<Finding> {
             "psi",
             "memory pressure (PSI)",
             State::of(k.psi_memory),
-            "not used yet: tierd estimates stall from major faults and the tier's read time".into(),
+            match (k.psi_memory, k.cgroup.as_ref().map(|c| c.version)) {
+                (true, Some(Version::V2)) => "each tenant's memory stall is reported (status, metrics)",
+                (true, _) => "per cgroup only on v2: not used here",
+                (false, _) => "",
+            }
+            .into(),
         ),
         (
             "zswap",
@@ -260,7 +265,7 @@ fn choices(k: &KernelFeatures) -> Vec<Choice> {
         ("demotion", demotion),
         ("activeness", tracking),
         ("huge pages", huge),
-        ("stall signal", "major faults times the tier's read time"),
+        ("stall signal", "major faults times the tier's read time (PSI reported beside it on v2)"),
     ]
     .into_iter()
     .map(|(job, how)| Choice { job, how: how.to_string() })

@@ -69,7 +69,7 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 23] = [
+const TENANT_FAMILIES: [TenantFamily; 25] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
@@ -117,6 +117,18 @@ const TENANT_FAMILIES: [TenantFamily; 23] = [
         "gauge",
         "How long a task of the tenant has waited at its memory limit, reclaim making no progress (absent: none).",
         |t| t.waiting_at_limit_secs,
+    ),
+    (
+        "tierd_tenant_memory_pressure_some_ratio",
+        "gauge",
+        "Share of the last interval in which some of the tenant's tasks stalled on memory (cgroup v2 PSI; absent on v1).",
+        |t| t.memory_pressure_some,
+    ),
+    (
+        "tierd_tenant_memory_pressure_full_ratio",
+        "gauge",
+        "Share of the last interval in which all of the tenant's tasks stalled on memory (cgroup v2 PSI).",
+        |t| t.memory_pressure_full,
     ),
     ("tierd_tenant_quota_bytes", "gauge", "The tenant's DRAM quota (absent: unlimited).", |t| {
         t.quota_bytes.map(|v| v as f64)
@@ -250,6 +262,8 @@ pub(crate) mod tests {
             major_faults_per_sec: 2.5,
             tier_read_bytes_per_sec: 10240.0,
             tier_write_bytes_per_sec: 0.0,
+            memory_pressure_some: None,
+            memory_pressure_full: None,
             cpu_cores: 0.0,
             at_rest_secs: None,
             stall_share: 0.25,

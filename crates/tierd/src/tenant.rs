@@ -59,6 +59,12 @@ pub struct Measure {
     pub tier_write_bytes_per_sec: f64,
     /// Tier bytes at the start of the current interval (the write rate's baseline).
     pub tier_at_rate: u64,
+    /// The cgroup's memory stall totals at the start of the current interval (v2).
+    pub pressure: Option<tierd_sys::cgroup::Pressure>,
+    /// Shares of the last interval in which some, and all, of its tasks stalled on
+    /// memory, as the kernel measures it (v2 with PSI); `None` elsewhere.
+    pub pressure_some: Option<f64>,
+    pub pressure_full: Option<f64>,
 }
 
 /// Resident anonymous memory of a tenant's processes beyond what its cgroup is charged

@@ -141,6 +141,11 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> 
     assert!(high.is_some_and(|h| h <= 96 * MIB), "the group's memory.high holds the budget: {high:?}\n{log}");
     assert_eq!(said(&console, "file tenants/memory.max").map(str::trim), Some("max"), "{log}");
     assert!(said(&console, "file tenants/w/memory.swap.current").is_some(), "{log}");
+    // v2 keeps memory stall (PSI) per cgroup: each tenant's share of the last interval.
+    for t in status["tenants"].as_array().unwrap() {
+        let some = t["memory_pressure_some"].as_f64();
+        assert!(some.is_some_and(|p| (0.0..=1.0).contains(&p)), "PSI per tenant on v2: {t:#}\n{log}");
+    }
     // Kept off the tier on v2: memory.swap.max 0, not a page on the disk.
     let keep =
         status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "keep").unwrap_or_else(|| panic!("{log}"));
@@ -161,12 +166,13 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> 
     for t in [w, keep] {
         let mib = |k: &str| t[k].as_u64().unwrap_or(0) / MIB;
         eprintln!(
-            "{series} {}: DRAM {} MiB, tier {} MiB, active {} MiB, touched in window {} MiB",
+            "{series} {}: DRAM {} MiB, tier {} MiB, active {} MiB, touched in window {} MiB, memory stall {:.3}",
             t["name"],
             mib("dram_bytes"),
             mib("tier_bytes"),
             mib("active_bytes"),
-            mib("touched_in_window_bytes")
+            mib("touched_in_window_bytes"),
+            t["memory_pressure_some"].as_f64().unwrap_or(f64::NAN)
         );
     }
     for (name, bytes) in [("w", 192 * MIB), ("keep", 32 * MIB)] {

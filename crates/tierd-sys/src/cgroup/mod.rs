@@ -39,6 +39,30 @@ pub struct MemoryStats {
     pub limit: Option<u64>,
 }
 
+/// A cgroup's memory pressure stall totals (PSI, `memory.pressure`), in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pressure {
+    /// Time some of its tasks waited on memory (reclaim, swap-in, throttling).
+    pub some_us: u64,
+    /// Time all of its tasks waited on memory at once.
+    pub full_us: u64,
+}
+
+impl Pressure {
+    /// Reads `memory.pressure` (`some avg10=.. avg60=.. avg300=.. total=N` and `full ...`).
+    pub fn parse(text: &str) -> Option<Pressure> {
+        let total = |kind: &str| {
+            text.lines()
+                .find(|l| l.starts_with(kind))?
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("total="))?
+                .parse()
+                .ok()
+        };
+        Some(Pressure { some_us: total("some ")?, full_us: total("full ")? })
+    }
+}
+
 /// Errors of cgroup operations.
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
@@ -82,6 +106,11 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     /// `memory.swappiness` 0 (demotion by `process_madvise` ignores both: tierd skips it).
     fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError>;
     fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError>;
+    /// The cgroup's memory stall totals, where the kernel keeps them per cgroup (v2
+    /// with PSI); `None` elsewhere.
+    fn pressure(&self, _rel: &str) -> Option<Pressure> {
+        None
+    }
     /// Reclaims about `bytes` from the cgroup now (frees the swap cache after a
     /// demotion); returns the bytes freed.
     fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError>;
@@ -351,6 +380,14 @@ mod tests {
         let c = detect(t.path(), &ProcFs::new(t.path().join("proc"))).unwrap();
         assert_eq!(c.version(), Version::V2);
         assert_eq!(c.base(), t.path().join("sys/fs/cgroup/system.slice/tierd.service"));
+    }
+
+    #[test]
+    fn memory_pressure_totals_are_read_from_both_lines() {
+        let text =
+            "some avg10=1.50 avg60=0.20 avg300=0.05 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=789\n";
+        assert_eq!(Pressure::parse(text), Some(Pressure { some_us: 123456, full_us: 789 }));
+        assert_eq!(Pressure::parse("some avg10=0.00\n"), None, "a line without its total is no reading");
     }
 
     #[test]

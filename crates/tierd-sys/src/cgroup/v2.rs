@@ -82,6 +82,10 @@ impl MemoryController for V2 {
         Ok(())
     }
 
+    fn pressure(&self, rel: &str) -> Option<super::Pressure> {
+        super::Pressure::parse(&read_text(&inside(&self.base, rel).ok()?.join("memory.pressure")).ok()?)
+    }
+
     fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
         Ok(write_text(&inside(&self.base, rel)?.join("memory.swap.max"), "0")?)
     }

@@ -70,6 +70,7 @@ impl Engine {
         for name in names {
             let rel = self.tenant_rel(&name);
             let stats = self.cg.stats(&rel);
+            let pressure = self.cg.pressure(&rel);
             let t = self.tenants.get_mut(&name).expect("listed above");
             if !t.is_running() {
                 continue;
@@ -139,6 +140,15 @@ impl Engine {
                     _ => (0.0, 0.0),
                 };
                 t.measure.tier_at_rate = t.measure.tier;
+                (t.measure.pressure_some, t.measure.pressure_full) = match (prev.pressure, pressure, prev.at) {
+                    (Some(a), Some(b), Some(at)) if now > at => {
+                        let us = (now - at).as_secs_f64() * 1e6;
+                        let share = |from: u64, to: u64| Some((to.saturating_sub(from) as f64 / us).min(1.0));
+                        (share(a.some_us, b.some_us), share(a.full_us, b.full_us))
+                    }
+                    _ => (None, None),
+                };
+                t.measure.pressure = pressure;
                 t.measure.at = Some(now);
                 t.measure.major_faults = own_faults;
                 t.fault_rates.push_back(t.measure.major_faults_per_sec);

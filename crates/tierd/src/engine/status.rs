@@ -73,6 +73,8 @@ impl Engine {
                 major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
                 tier_read_bytes_per_sec: if t.is_running() { t.measure.major_faults_per_sec * 4096.0 } else { 0.0 },
                 tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
+                memory_pressure_some: t.measure.pressure_some.filter(|_| t.is_running()),
+                memory_pressure_full: t.measure.pressure_full.filter(|_| t.is_running()),
                 cpu_cores: if t.is_running() { t.activity.cpu } else { 0.0 },
                 at_rest_secs: if t.is_running() { t.activity.rest_secs(now_secs()) } else { None },
                 stall_share: if t.is_running() { t.activity.stall_share } else { 0.0 },
