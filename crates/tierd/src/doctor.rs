@@ -129,53 +129,42 @@ fn findings(k: &KernelFeatures) -> Vec<Finding> {
             },
         });
     }
-    let swap_accounting = c.is_some_and(|c| c.swap_accounting);
-    let rows = [
-        (
-            "swap_accounting",
-            "swap accounting",
-            State::of(swap_accounting),
-            if swap_accounting {
-                ""
-            } else {
-                "the tier is not charged per cgroup: tenants' tier bytes cannot be read from their groups \
-                 (boot without cgroup.memory=noswap, or with swapaccount=1 on v1)"
-            },
+    let calls = &k.calls;
+    out.extend([
+        presence(
+            ("swap_accounting", "swap accounting"),
+            c.is_some_and(|c| c.swap_accounting),
+            "",
+            "the tier is not charged per cgroup: tenants' tier bytes cannot be read from their groups \
+             (boot without cgroup.memory=noswap, or with swapaccount=1 on v1)",
         ),
-        (
-            "process_madvise",
-            "process_madvise (5.10)",
-            State::of(k.calls.process_madvise),
-            if k.calls.process_madvise {
-                "demotes and prefetches a tenant's pages from outside it"
-            } else {
-                "tierd cannot move a tenant's pages itself: only its quota's reclaim demotes, nothing prefetches"
-            },
+        presence(
+            ("process_madvise", "process_madvise (5.10)"),
+            calls.process_madvise,
+            "demotes and prefetches a tenant's pages from outside it",
+            "tierd cannot move a tenant's pages itself: only its quota's reclaim demotes, nothing prefetches",
         ),
-        (
-            "pagemap_scan",
-            "PAGEMAP_SCAN (6.7)",
-            State::of(k.calls.pagemap_scan),
-            if k.calls.pagemap_scan {
-                "page state in one ioctl per range"
-            } else {
-                "page state is read from pagemap entries: slower on large tenants, and huge pages are not told apart"
-            },
+        presence(
+            ("pagemap_scan", "PAGEMAP_SCAN (6.7)"),
+            calls.pagemap_scan,
+            "page state in one ioctl per range",
+            "page state is read from pagemap entries: slower on large tenants, and huge pages are not told apart",
         ),
-        (
-            "madv_collapse",
-            "MADV_COLLAPSE (6.1)",
-            State::of(k.calls.madv_collapse),
-            if k.calls.madv_collapse {
-                "rebuilds huge pages after memory comes back from the tier"
-            } else {
-                "huge pages are not rebuilt after memory comes back from the tier"
-            },
+        presence(
+            ("madv_collapse", "MADV_COLLAPSE (6.1)"),
+            calls.madv_collapse,
+            "rebuilds huge pages after memory comes back from the tier",
+            "huge pages are not rebuilt after memory comes back from the tier",
         ),
-    ];
-    out.extend(rows.into_iter().map(|(key, feature, state, note)| Finding { key, feature, state, note: note.into() }));
+    ]);
     out.extend(optional_findings(k));
     out
+}
+
+/// A feature the kernel has or lacks, with what that means for tierd either way.
+fn presence((key, feature): (&'static str, &'static str), present: bool, if_yes: &str, if_no: &str) -> Finding {
+    let note = if present { if_yes } else { if_no };
+    Finding { key, feature, state: State::of(present), note: note.to_string() }
 }
 
 /// The features tierd can do without, or does not use yet.
