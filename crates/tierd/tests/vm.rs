@@ -135,8 +135,9 @@ fn a_guest_with_locked_memory_is_reported_not_tierable_and_kept_in_dram() {
 
 #[test]
 fn a_running_qemu_started_elsewhere_is_attached_as_a_vm() {
-    // As libvirt would: QEMU started by someone else, in a cgroup below tierd's.
-    let Some(argv) = qemu(192, "", &["-S"]) else { return };
+    // As libvirt would: QEMU started by someone else, in a cgroup below tierd's, its
+    // guest RAM touched at start (-mem-prealloc) and so charged to that cgroup.
+    let Some(argv) = qemu(192, "", &["-S", "-mem-prealloc"]) else { return };
     let _g = serial();
     let mut d = Daemon::start(&["--policy", "tierd", "--dram-budget", "1G", "--ratio", "1"]);
     let mut qemu = std::process::Command::new(&argv[0])
@@ -147,10 +148,13 @@ fn a_running_qemu_started_elsewhere_is_attached_as_a_vm() {
         .unwrap();
     let pid = qemu.id();
     d.tenant_pids.push(pid);
-    // QEMU maps guest RAM at start-up; wait until it has.
-    wait_for("QEMU to map its guest RAM", Duration::from_secs(30), || {
-        std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| m.lines().count() > 50)
-    });
+    // QEMU maps guest RAM at start-up and touches it all; wait until it has.
+    let rss_anon_kib = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let line = status.lines().find(|l| l.starts_with("RssAnon:")).map(str::to_string).unwrap_or_default();
+        line.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+    };
+    wait_for("QEMU to touch its guest RAM", Duration::from_secs(30), || rss_anon_kib() * 1024 >= 192 * MIB);
     d.ctl(&["attach", &pid.to_string(), "--name", "guest1", "--vm"]);
     wait_for("the attached guest's RAM", Duration::from_secs(30), || guest(&d.tenant("guest1"))["ram_found"] == true);
     let t = d.tenant("guest1");
@@ -158,6 +162,11 @@ fn a_running_qemu_started_elsewhere_is_attached_as_a_vm() {
     assert_eq!(guest(&t)["pid"], pid);
     assert_eq!(guest(&t)["tierable"], true);
     assert!(d.ctl(&["events"]).contains("guest RAM 192 MiB found"), "{}", d.ctl(&["events"]));
+    // Where it is charged, too: the kernel moved no charges, and tierd says so.
+    let bytes = |k: &str| t[k].as_u64().unwrap_or(0);
+    assert!(bytes("charged_elsewhere_bytes") >= 160 * MIB, "guest RAM charged to QEMU's old cgroup: {t:#}");
+    assert!(bytes("dram_bytes") >= 192 * MIB, "and counted as the VM's DRAM: {t:#}");
+    assert!(d.ctl(&["explain", "guest1"]).contains("stays charged to its old cgroup"));
     d.ctl(&["detach", "guest1"]);
     qemu.kill().unwrap();
     qemu.wait().unwrap();
