@@ -65,8 +65,8 @@ pub const MAX_REGIONS: usize = 512;
 /// Set once the kernel has refused `PAGEMAP_SCAN`: every later scan reads entries.
 static NO_SCAN_IOCTL: AtomicBool = AtomicBool::new(false);
 
-/// Whether this kernel has `PAGEMAP_SCAN`, as far as a scan has found out.
-pub fn scan_ioctl_missing() -> bool {
+/// Whether a scan has found this kernel without `PAGEMAP_SCAN`.
+fn scan_ioctl_missing() -> bool {
     NO_SCAN_IOCTL.load(Ordering::Relaxed)
 }
 

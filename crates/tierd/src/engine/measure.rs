@@ -70,7 +70,8 @@ impl Engine {
         for name in names {
             let rel = self.tenant_rel(&name);
             let stats = self.cg.stats(&rel);
-            let pressure = self.cg.pressure(&rel);
+            // Read only where an interval closes: status requests measure too.
+            let pressure = if rates { self.cg.pressure(&rel) } else { None };
             let t = self.tenants.get_mut(&name).expect("listed above");
             if !t.is_running() {
                 continue;
