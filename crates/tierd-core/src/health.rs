@@ -74,6 +74,8 @@ pub struct HostFigures {
     pub waiting: Vec<(String, f64)>,
     /// How long a tenant may wait before the OOM killer may act on it (seconds).
     pub oom_grace_secs: f64,
+    /// The tier was drained (`tierctl tier drain`): nothing is tiered.
+    pub tier_drained: bool,
 }
 
 /// One health check: its colour, what it saw and, when not green, what to do.
@@ -116,6 +118,14 @@ pub fn checks(h: &HostFigures) -> Vec<Check> {
         format!("tier {:.0}% full", pct(h.tier_used, h.tier_size)),
         "a full tier cannot take more pages: give the tier more space or lower tenants' sizes",
     ));
+    if h.tier_drained {
+        out.push(check(
+            "tier",
+            Colour::Yellow,
+            "the tier is drained: nothing is tiered, and tenants share DRAM alone".into(),
+            "restart tierd with the new tier (its tenants are re-adopted and keep running)",
+        ));
+    }
     if let Some(why) = &h.throttled {
         out.push(check("demotion", Colour::Yellow, why.clone(), "demotion waits until the tier recovers"));
     }
@@ -233,6 +243,11 @@ mod tests {
         assert_eq!(errs.colour, Colour::Yellow);
         assert!(errs.message.contains("db (3)"), "{}", errs.message);
         assert!(c.iter().any(|c| c.name == "demotion" && c.colour == Colour::Yellow));
+        assert!(c.iter().all(|c| c.name != "tier"), "a tier in use is not news");
+        let drained = checks(&HostFigures { dram_budget: 1000, tier_drained: true, ..HostFigures::default() });
+        let tier = drained.iter().find(|c| c.name == "tier").expect("a drained tier is shown");
+        assert_eq!(tier.colour, Colour::Yellow);
+        assert!(tier.advice.as_deref().unwrap().contains("restart tierd"), "{tier:?}");
     }
 
     #[test]

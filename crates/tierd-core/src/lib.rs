@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod admission;
 pub mod config;
+pub mod drain;
 pub mod estimates;
 pub mod health;
 pub mod name;

@@ -101,6 +101,9 @@ pub struct TierView {
     pub write_bytes_per_sec: f64,
     /// Fraction of the interval the device was busy (0..=1).
     pub utilization: f64,
+    /// The tier was drained (`tierctl tier drain`) and is off: nothing can be tiered.
+    #[serde(default)]
+    pub drained: bool,
 }
 
 /// One tenant as measured.

@@ -79,6 +79,12 @@ impl ProcFs {
         Ok(kv_kib(&text).get("MemTotal").copied().unwrap_or(0))
     }
 
+    /// Memory the host can give without swapping (`MemAvailable`), in bytes.
+    pub fn mem_available(&self) -> Result<u64, PathError> {
+        let text = read_text(&self.root.join("meminfo"))?;
+        Ok(kv_kib(&text).get("MemAvailable").copied().unwrap_or(0))
+    }
+
     pub fn exists(&self, pid: u32) -> bool {
         self.root.join(pid.to_string()).exists()
     }

@@ -77,6 +77,9 @@ pub enum Request {
         budget: Option<u64>,
         add: Vec<(u32, TenantName)>,
     },
+    /// Read everything on the tier back into DRAM and turn the tier off (to replace
+    /// its device); refused when it does not fit.
+    DrainTier,
     /// The recent event log.
     Events,
     /// The in-memory history (one point per 10 s, the last hour), points after `since`
@@ -169,6 +172,19 @@ pub struct TierStatus {
     /// Fraction of the last interval the device was busy (0..=1), when it is a block device.
     #[serde(default)]
     pub utilization: f64,
+    /// Drained by `tierctl tier drain`: off, nothing tiered until tierd restarts.
+    #[serde(default)]
+    pub drained: bool,
+}
+
+/// What `tierctl tier drain` did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DrainReport {
+    /// The tier that was turned off.
+    pub path: PathBuf,
+    /// What was on it and is now back in DRAM.
+    pub read_back_bytes: u64,
+    pub seconds: f64,
 }
 
 /// One tenant.

@@ -101,6 +101,7 @@ pub fn dispatch(e: &mut Engine, req: Request) -> Response {
             Request::Regions { name } => serde_json::to_value(e.regions(&name)?)?,
             Request::Curve { name } => serde_json::to_value(e.curve(&name)?)?,
             Request::WhatIf { budget, add } => serde_json::to_value(e.what_if(budget, &add)?)?,
+            Request::DrainTier => serde_json::to_value(e.drain_tier()?)?,
             Request::Events => serde_json::to_value(e.events.recent(200))?,
             Request::History { since } => serde_json::to_value(e.history.since(since))?,
         })

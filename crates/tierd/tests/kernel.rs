@@ -509,3 +509,53 @@ fn release_lifts_what_a_dead_tierd_left_and_tenants_keep_every_page() {
     assert_eq!(u(&s["corrupt_pages"]), 0, "{s}");
     assert_eq!(u(&s["verified_pages"]), 384 * MIB / 4096);
 }
+
+/// `tierctl tier drain` refuses, with the numbers, while the tier holds more than DRAM
+/// has room for. Once it fits, it reads every page back and turns the tier off: the
+/// tenant keeps running and loses nothing, health says so, demotion is refused, and a
+/// restarted tierd tiers again.
+#[test]
+fn tier_drain_refuses_what_does_not_fit_and_reads_back_what_does() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "384M", "--ratio", "2", "--policy", "static", "--interval", "1s"]);
+    d.run_workload("w", &["--size", "160M"], &["--size", "160M", "--hot", "16M", "--phase", "idle:300s", "--json"]);
+    d.wait_filled("w", Duration::from_secs(30));
+    d.ctl(&["demote", "w"]);
+    let big = ["--size", "448M", "--hot", "32M", "--phase", "active:300s", "--json"];
+    d.run_workload("big", &["--size", "448M"], &big);
+    d.wait_filled("big", Duration::from_secs(60));
+    let tier_path = d.status()["tier"]["swap_path"].as_str().unwrap().to_string();
+
+    let out = d.try_ctl(&["tier", "drain"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "608 MiB of tenants cannot all be in 384 MiB of DRAM");
+    assert!(err.contains("cannot drain the tier: it holds") && err.contains("of the 384 MiB budget in use"), "{err}");
+    assert!(swap_paths().contains(&tier_path), "a refused drain leaves the tier on");
+
+    d.ctl(&["stop", "big"]);
+    wait_for("big to verify and exit", Duration::from_secs(120), || d.tenant("big")["state"] == "exited");
+    let on_tier = u(&d.tenant("w")["tier_bytes"]);
+    assert!(on_tier >= 100 * MIB, "w's demoted memory is still on the tier: {:#}", d.tenant("w"));
+    let out = d.ctl(&["tier", "drain"]);
+    eprintln!("refused: {err}drained: {out}");
+    assert!(out.contains("drained") && out.contains("back in DRAM"), "{out}");
+    assert!(!swap_paths().contains(&tier_path), "the tier is off");
+    let w = d.tenant("w");
+    assert_eq!(u(&w["tier_bytes"]), 0, "{w:#}");
+    assert!(u(&w["dram_bytes"]) >= on_tier, "every page came back: {w:#}");
+    let health = String::from_utf8_lossy(&d.try_ctl(&["health"]).stdout).to_string();
+    assert!(health.contains("yellow the tier is drained"), "{health}");
+    assert!(!d.try_ctl(&["demote", "w"]).status.success(), "nowhere to demote to");
+    assert!(d.tenant("w")["quota_bytes"].is_null(), "no quota without a tier: {:#}", d.tenant("w"));
+
+    assert!(d.stop().success(), "{}", d.log());
+    d.spawn();
+    assert!(!d.status()["tier"]["drained"].as_bool().unwrap(), "a restart makes a tier again");
+    assert!(u(&d.status()["tier"]["size_bytes"]) > 0, "{:#}", d.status());
+    d.ctl(&["stop", "w"]);
+    wait_for("w to verify and exit", Duration::from_secs(60), || d.tenant("w")["state"] == "exited");
+    let s = d.summary("w");
+    assert_eq!((u(&s["corrupt_pages"]), u(&s["verified_pages"])), (0, 160 * MIB / 4096), "{s}");
+    assert!(d.stop().success(), "{}", d.log());
+    assert!(d.owned_swaps().is_empty(), "the new tier is swapped off on shutdown");
+}

@@ -6,8 +6,21 @@ use crate::size::human;
 use crate::snapshot::Snapshot;
 
 pub fn plan(snap: &Snapshot) -> Plan {
-    let reason =
-        format!("policy none: all tenants share one {} limit; the kernel chooses what swaps", human(snap.dram_budget));
+    one_limit(
+        snap,
+        format!("policy none: all tenants share one {} limit; the kernel chooses what swaps", human(snap.dram_budget)),
+    )
+}
+
+/// The plan while the tier is drained (see [`crate::drain`]), whatever the policy.
+pub fn drained(snap: &Snapshot) -> Plan {
+    one_limit(
+        snap,
+        format!("the tier is drained: nothing can be tiered, all tenants share one {} limit", human(snap.dram_budget)),
+    )
+}
+
+fn one_limit(snap: &Snapshot, reason: String) -> Plan {
     Plan {
         group_limit: Some(snap.dram_budget),
         tenants: snap
@@ -30,5 +43,22 @@ mod tests {
         assert_eq!(p.group_limit, Some(GIB));
         assert!(p.tenants.iter().all(|t| t.quota.is_none() && t.demote.is_empty()));
         assert_eq!(p.tenants.len(), 2);
+    }
+
+    #[test]
+    fn a_drained_tier_lifts_every_quota_whatever_the_policy() {
+        use crate::config::PolicyKind;
+        use crate::policy::knobs::Knobs;
+        use crate::snapshot::TenantView;
+        // Two hot sets short of DRAM: the tierd policy would give them quotas.
+        let hot = |name| TenantView { activeness: Some(uniform(GIB)), ..tenant(name, GIB) };
+        let mut s = snap(GIB, vec![hot("a"), hot("b")]);
+        s.tier.drained = true;
+        for kind in [PolicyKind::None, PolicyKind::Static, PolicyKind::Tierd] {
+            let p = crate::policy::plan(kind, &s, &Knobs::DEFAULT);
+            assert_eq!(p.group_limit, Some(GIB), "{kind:?}");
+            assert!(p.tenants.iter().all(|t| t.quota.is_none() && t.demote.is_empty() && t.prefetch.is_empty()));
+            assert!(p.tenants[0].reason.contains("drained"), "{}", p.tenants[0].reason);
+        }
     }
 }

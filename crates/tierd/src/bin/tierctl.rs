@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tierd::api::{Event, MoveReport, Request, SOCKET_ENV, Status, call};
+use tierd::api::{DrainReport, Event, MoveReport, Request, SOCKET_ENV, Status, call};
 use tierd::top::SortBy;
 use tierd_core::health::{Check, Colour};
 use tierd_core::size::human;
@@ -61,6 +61,14 @@ impl SpecArgs {
             no_tier: self.no_tier,
         }
     }
+}
+
+#[derive(Subcommand, Debug)]
+enum TierCmd {
+    /// Read everything on the tier back into DRAM and turn the tier off, to replace its
+    /// device. Refused, with the numbers, when it would not fit in DRAM. Tenants keep
+    /// running; tierd runs on without a tier until it is restarted with one.
+    Drain,
 }
 
 #[derive(Subcommand, Debug)]
@@ -144,6 +152,11 @@ enum Cmd {
         add: Vec<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// The tier device.
+    Tier {
+        #[command(subcommand)]
+        cmd: TierCmd,
     },
     /// Recent events: decisions, warnings, tenant starts and exits.
     Events,
@@ -386,6 +399,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 tierd::top::live(sock, sort, every)?;
             }
         }
+        Cmd::Tier { cmd: TierCmd::Drain } => {
+            let st: Status = serde_json::from_value(call(sock, &Request::Status, t)?)?;
+            if !st.tier.drained {
+                println!("draining {}: reading its pages back into DRAM ...", st.tier.path.display());
+            }
+            // Reading a large tier back takes minutes; the daemon answers when done.
+            let r: DrainReport = serde_json::from_value(call(sock, &Request::DrainTier, Duration::from_secs(3600))?)?;
+            println!(
+                "tier {} drained: {} back in DRAM in {:.1} s; restart tierd with the new tier to tier again",
+                r.path.display(),
+                human(r.read_back_bytes),
+                r.seconds
+            );
+        }
         Cmd::Events => {
             let v: Vec<Event> = serde_json::from_value(call(sock, &Request::Events, t)?)?;
             for e in v {
@@ -404,6 +431,24 @@ fn health_line(c: &Check, tty: bool) -> String {
         Some(a) => format!("{colour} {}: {a}", c.message),
         None => format!("{colour} {}", c.message),
     }
+}
+
+fn tier_line(t: &tierd::api::TierStatus) -> String {
+    if t.drained {
+        return "tier   drained: nothing is tiered until tierd restarts with a tier".into();
+    }
+    format!(
+        "tier   {} via {} ({})  size {}  used {}  read {}/s  write {}/s  latency {}",
+        t.path.display(),
+        t.swap_path.display(),
+        t.backing,
+        human(t.size_bytes),
+        human(t.used_bytes),
+        human(t.read_bytes_per_sec as u64),
+        human(t.write_bytes_per_sec as u64),
+        t.read_latency_us
+            .map_or("-".into(), |l| format!("{l:.0}µs ({})", t.read_latency_health.as_deref().unwrap_or("?")))
+    )
 }
 
 fn rate(bytes: u64, secs: f64) -> String {
@@ -442,19 +487,7 @@ fn print_status(s: &Status) {
         human(s.active_bytes),
         s.active_health
     );
-    println!(
-        "tier   {} via {} ({})  size {}  used {}  read {}/s  write {}/s  latency {}",
-        s.tier.path.display(),
-        s.tier.swap_path.display(),
-        s.tier.backing,
-        human(s.tier.size_bytes),
-        human(s.tier.used_bytes),
-        human(s.tier.read_bytes_per_sec as u64),
-        human(s.tier.write_bytes_per_sec as u64),
-        s.tier
-            .read_latency_us
-            .map_or("-".into(), |l| format!("{l:.0}µs ({})", s.tier.read_latency_health.as_deref().unwrap_or("?")))
-    );
+    println!("{}", tier_line(&s.tier));
     println!(
         "commit {} of {} (ratio 1:{}), overcommit {:.2}x   tierd cpu {:.1}%  rss {}",
         human(s.committed_bytes),

@@ -149,17 +149,7 @@ impl Engine {
         // Tenants that exited since the last interval count as exited: taken for running,
         // their empty cgroups (and tierd's whole subtree) were left behind for good.
         self.reap();
-        let running: Vec<TenantName> =
-            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
-        for name in &running {
-            let rel = self.tenant_rel(name);
-            if let Err(e) = self.cg.set_limit(&rel, None) {
-                self.events.warn(Some(name.as_str()), format!("cannot lift quota: {e}"));
-            }
-            if let Some(t) = self.tenants.get_mut(name) {
-                t.quota = None;
-            }
-        }
+        let running = self.lift_quotas();
         let _ = self.cg.set_limit(&self.group_rel(), None);
         self.group_limit = None;
         if let Some(tier) = self.tier.take() {
@@ -192,6 +182,70 @@ impl Engine {
             }
         }
         self.save();
+    }
+}
+
+impl Engine {
+    /// Lifts every running tenant's quota (the group's limit stays); returns their names.
+    fn lift_quotas(&mut self) -> Vec<TenantName> {
+        let running: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        for name in &running {
+            let rel = self.tenant_rel(name);
+            if let Err(e) = self.cg.set_limit(&rel, None) {
+                self.events.warn(Some(name.as_str()), format!("cannot lift quota: {e}"));
+            }
+            if let Some(t) = self.tenants.get_mut(name) {
+                t.quota = None;
+            }
+        }
+        running
+    }
+
+    /// `tierctl tier drain`: reads everything on the tier back into DRAM and turns the
+    /// tier off, so its device can be replaced; tierd runs on without a tier (every
+    /// policy then plans one limit, the budget) until it is restarted with a new one.
+    /// Refused with the numbers when the pages would not fit (see `tierd_core::drain`).
+    pub fn drain_tier(&mut self) -> anyhow::Result<DrainReport> {
+        let Some(tier) = self.tier.as_ref() else {
+            bail!("there is no tier to drain: it was drained already; restart tierd with a tier to use one");
+        };
+        let (_, tier_used) = tier.usage(&self.proc);
+        let figures = tierd_core::drain::DrainFigures {
+            tier_used,
+            dram_budget: self.cfg.dram_budget,
+            dram_used: self.cg.stats(&self.group_rel())?.usage,
+            host_available: self.proc.mem_available()?,
+        };
+        tierd_core::drain::judge(figures)?;
+        let path = tier.record.path.clone();
+        self.events
+            .info(None, format!("draining tier {}: reading {} back into DRAM", path.display(), human(tier_used)));
+        // No quota may squeeze a tenant while its pages come back; the budget still holds.
+        self.lift_quotas();
+        let start = Instant::now();
+        let tier = self.tier.take().expect("checked above");
+        if let Err(e) = tier.teardown() {
+            let (_, left) = tier.usage(&self.proc);
+            self.tier = Some(tier);
+            bail!(
+                "the drain stopped with {} still on the tier: {e}; quotas are back at the next interval",
+                human(left)
+            );
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        self.tier_view = TierView { drained: true, ..TierView::default() };
+        self.events.info(
+            None,
+            format!(
+                "tier {} drained: {} read back into DRAM in {seconds:.1} s; tierd runs without a tier until it is \
+                 restarted with one",
+                path.display(),
+                human(tier_used)
+            ),
+        );
+        self.save();
+        Ok(DrainReport { path, read_back_bytes: tier_used, seconds })
     }
 }
 

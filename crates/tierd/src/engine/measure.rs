@@ -201,7 +201,8 @@ impl Engine {
             self_cpu_ticks: cpu,
         };
         let (size, used) = self.tier.as_ref().map(|t| t.usage(&self.proc)).unwrap_or((0, 0));
-        let mut view = TierView { size_bytes: size, used_bytes: used, ..TierView::default() };
+        let drained = self.tier.is_none();
+        let mut view = TierView { size_bytes: size, used_bytes: used, drained, ..TierView::default() };
         if let Some(prev) = self.io_prev {
             let dt = (now - prev.at).as_secs_f64().max(1e-3);
             view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;

@@ -42,7 +42,7 @@ use tierd_sys::cgroup::{self, MemoryController};
 use tierd_sys::madvise::Pidfd;
 use tierd_sys::procfs::ProcFs;
 
-use crate::api::{MoveReport, Status, TenantStatus, TierStatus};
+use crate::api::{DrainReport, MoveReport, Status, TenantStatus, TierStatus};
 use crate::events::{Events, now_secs};
 use crate::history::{History, Point};
 use crate::mover;
@@ -143,7 +143,7 @@ impl Engine {
         self.relayout_until = Instant::now() + RELAYOUT_SLICE;
         self.reap();
         self.measure(true);
-        if sample && self.cfg.policy == PolicyKind::Tierd {
+        if sample && self.cfg.policy == PolicyKind::Tierd && self.tier.is_some() {
             let ((), secs) = mover::timed(|| self.track());
             warn_if_slow(&mut self.events, None, secs, || "activeness tracking".into());
         }

@@ -27,6 +27,7 @@ impl Engine {
             read_latency_us: self.tier_view.read_latency_us,
             read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
             utilization: self.tier_view.utilization,
+            drained: false,
         });
         // The policy's view of each tenant at its last pass.
         let curve = |t: &Tenant| {
@@ -104,7 +105,7 @@ impl Engine {
             overcommit: snap.overcommit(),
             active_bytes: active,
             active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
-            tier: tier.unwrap_or_default(),
+            tier: tier.unwrap_or(TierStatus { drained: self.tier_view.drained, ..TierStatus::default() }),
             tierd_cpu_percent: self.self_cpu_percent,
             tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
             promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
@@ -124,6 +125,7 @@ impl Engine {
                     .filter_map(|(n, t)| Some((n.to_string(), t.waits.waiting_secs(now_secs())?)))
                     .collect(),
                 oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
+                tier_drained: self.tier_view.drained,
             }),
             http_address: self.http_address.clone(),
             uptime_secs: self.started.elapsed().as_secs_f64(),

@@ -209,10 +209,14 @@ impl Engine {
     pub fn demote(&mut self, name: &TenantName, bytes: Option<u64>) -> anyhow::Result<MoveReport> {
         let rel = self.tenant_rel(name);
         let proc = self.proc.clone();
+        if self.tier.is_none() {
+            bail!("the tier is drained: there is nowhere to demote to until tierd restarts with a tier");
+        }
         let t = self.running(name)?;
         if t.spec.no_tier {
             bail!("tenant {name} is kept off the tier (--no-tier): its memory stays in DRAM");
         }
+
         let start = Instant::now();
         let mut total = mover::Moved::default();
         let mut left = bytes.unwrap_or(u64::MAX);
