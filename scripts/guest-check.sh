@@ -26,10 +26,13 @@ if [ "$up" = yes ]; then
   say "tierd cgroup $(cat /proc/$tierd_pid/cgroup)"
   cg=$svc/tierd/tenants
   ctl run --name keep --size 32M --no-tier -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:55s,idle:1s --json --report 10s
-  ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:60s,idle:1s --json --report 10s
+  # Its sweep after the first minute runs at memory.high: throttled, never failed.
+  ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:50s,sweep:20s,idle:1s \
+    --json --report 10s
   sleep 45
   say "status $(ctl status --json | tr -d '\n')"
-  for f in memory.high memory.max w/memory.high w/memory.swap.current keep/memory.swap.max keep/memory.swap.current; do
+  for f in memory.high memory.max memory.low w/memory.high w/memory.max w/memory.swap.current keep/memory.swap.max \
+    keep/memory.swap.current keep/memory.low; do
     [ -f "$cg/$f" ] && say "file tenants/$f $(cat "$cg/$f")"
   done
   # kill -9, and a restart as systemd 254's DelegateSubgroup=supervisor makes it.
@@ -38,6 +41,8 @@ if [ "$up" = yes ]; then
   start_tierd $svc/supervisor /tmp/tierd-restarted.log
   say "restarted $up $(cat /proc/$tierd_pid/cgroup)"
   say "readopted $(ctl status --json | tr -d '\n')"
+  sleep 15
+  say "sweep events $(tr '\n' ' ' < $cg/w/memory.events)"
   for _ in $(seq 120); do
     ctl status --json | grep -q '"state": *"running"' || break
     sleep 1

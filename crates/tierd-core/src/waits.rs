@@ -11,6 +11,14 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The hard ceiling over a tenant where the kernel may kill it in its own cgroup (v2
+/// `memory.max`; v1's one limit is the quota): a quarter above the whole DRAM budget,
+/// so it is met only by a tenant whose reclaim failed far past every soft limit (a full
+/// tier), never by one throttled at its quota or at the shared limit.
+pub fn ceiling(dram_budget: u64) -> u64 {
+    dram_budget.saturating_add(dram_budget / 4)
+}
+
 /// Seconds of continuous waiting after which health turns red: a short wait is the
 /// kernel's reclaim catching up with a slow tier, one this long is not.
 pub const RED_AFTER_SECS: f64 = 5.0;

@@ -140,6 +140,14 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> 
     let high = said(&console, "file tenants/memory.high").and_then(|v| v.trim().parse::<u64>().ok());
     assert!(high.is_some_and(|h| h <= 96 * MIB), "the group's memory.high holds the budget: {high:?}\n{log}");
     assert_eq!(said(&console, "file tenants/memory.max").map(str::trim), Some("max"), "{log}");
+    // Each tenant's memory.max is a ceiling a quarter above the whole budget, where the
+    // kernel may kill it in its own cgroup; memory.low protects what a tenant is
+    // guaranteed (the kept tenant's 32 MiB), and the group's covers them all.
+    let ceiling = (96 * MIB + 24 * MIB).to_string();
+    assert_eq!(said(&console, "file tenants/w/memory.max").map(str::trim), Some(ceiling.as_str()), "{log}");
+    let kept = (32 * MIB).to_string();
+    assert_eq!(said(&console, "file tenants/keep/memory.low").map(str::trim), Some(kept.as_str()), "{log}");
+    assert_eq!(said(&console, "file tenants/memory.low").map(str::trim), Some(kept.as_str()), "{log}");
     assert!(said(&console, "file tenants/w/memory.swap.current").is_some(), "{log}");
     // v2 keeps memory stall (PSI) per cgroup: each tenant's share of the last interval.
     for t in status["tenants"].as_array().unwrap() {
@@ -175,6 +183,16 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> 
             t["memory_pressure_some"].as_f64().unwrap_or(f64::NAN)
         );
     }
+    // Its sweep of 192 MiB ran at memory.high (throttled: `high` events) and was
+    // neither failed nor killed: the summaries below show every page read back.
+    let events = said(&console, "sweep events").unwrap_or_else(|| panic!("{log}"));
+    let count = |key: &str| {
+        let mut it = events.split_whitespace().skip_while(|w| *w != key);
+        it.nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or_else(|| panic!("{key} in {events}"))
+    };
+    eprintln!("{series} w under its sweep: memory.events {events}");
+    assert!(count("high") > 0, "the sweep met memory.high: {events}");
+    assert_eq!((count("oom"), count("oom_kill")), (0, 0), "no OOM at its ceiling: {events}");
     for (name, bytes) in [("w", 192 * MIB), ("keep", 32 * MIB)] {
         let line = said(&console, &format!("summary {name}")).unwrap_or_else(|| panic!("{log}"));
         let summary: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}\n{log}"));

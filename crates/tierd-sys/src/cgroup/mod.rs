@@ -120,14 +120,27 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn waiting_at_limit(&self, _rel: &str) -> Result<bool, CgroupError> {
         Ok(false)
     }
-    /// Wakes the tasks waiting at the limit to try reclaim again (raising the limit by
-    /// a page is what wakes them on v1); a no-op where none can wait.
-    fn release_waiters(&self, _rel: &str) -> Result<(), CgroupError> {
-        Ok(())
+    /// Wakes the tasks waiting at the limit to try reclaim again: v1 raises the limit
+    /// by a page (what wakes them), v2 gives room above what the cgroup holds. Returns
+    /// the limit now in force when it was raised.
+    fn release_waiters(&self, _rel: &str) -> Result<Option<u64>, CgroupError> {
+        Ok(None)
     }
     /// Lets the kernel's OOM killer act in the cgroup (`true`) or keeps it off, so a
-    /// task at the limit waits instead (v1, see [`V1`]); v2's `memory.high` never kills.
+    /// task at the limit waits instead (v1, see [`V1`]). On v2 `true` pins `memory.max`
+    /// at what the cgroup holds (its next charge fails there), and `false` does nothing:
+    /// the caller puts the ceiling back ([`MemoryController::set_ceiling`]).
     fn set_oom_killer(&self, _rel: &str, _on: bool) -> Result<(), CgroupError> {
+        Ok(())
+    }
+    /// The hard ceiling above the quota, where the kernel reclaims synchronously and
+    /// then kills within the cgroup (v2 `memory.max`); v1's one limit is already hard.
+    fn set_ceiling(&self, _rel: &str, _ceiling: Option<u64>) -> Result<(), CgroupError> {
+        Ok(())
+    }
+    /// Memory the kernel's reclaim leaves to the cgroup while others have more than
+    /// theirs (v2 `memory.low`); v1 has no such protection.
+    fn set_protection(&self, _rel: &str, _bytes: u64) -> Result<(), CgroupError> {
         Ok(())
     }
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError>;
@@ -198,6 +211,17 @@ pub(crate) fn list_children(dir: &Path) -> Result<Vec<String>, CgroupError> {
     Ok(out)
 }
 
+/// Whether a task of `dir` or of a cgroup below it sleeps in the kernel function
+/// `function` (its `/proc/TID/wchan`); `tasks` names the file listing a cgroup's threads.
+pub(crate) fn task_sleeps_in(dir: &Path, tasks: &str, proc_root: &Path, function: &str) -> bool {
+    let wchan = |tid: u32| read_text(&proc_root.join(format!("{tid}/wchan"))).unwrap_or_default();
+    read_procs(&dir.join(tasks)).unwrap_or_default().into_iter().any(|tid| wchan(tid).trim() == function)
+        || list_children(dir)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| task_sleeps_in(&dir.join(c), tasks, proc_root, function))
+}
+
 pub(crate) fn read_procs(file: &Path) -> Result<Vec<u32>, CgroupError> {
     Ok(read_text(file)?.lines().filter_map(|l| l.trim().parse().ok()).collect())
 }
@@ -266,7 +290,7 @@ pub fn detect(fs_root: &Path, proc: &ProcFs) -> Result<Box<dyn MemoryController>
         _ => own,
     };
     let base = mount_dir.join(own.trim_start_matches('/'));
-    Ok(Box::new(V2::new(base, own)))
+    Ok(Box::new(V2::new(base, own, proc.root().to_path_buf())))
 }
 
 /// This process's own memory cgroup directory on this host (what [`detect`] finds as

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    CgroupError, MemoryController, MemoryStats, Version, inside, list_children, make_dir, read_procs, remove_dir,
+    CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir, task_sleeps_in,
 };
 use crate::{read_text, read_u64, write_text};
 
@@ -44,10 +44,7 @@ impl V1 {
     /// Whether a task of `dir` or a cgroup below it sleeps in the OOM wait. `under_oom`
     /// alone marks a whole subtree when its parent is at its limit, an idle neighbour too.
     fn task_waits(&self, dir: &Path) -> bool {
-        let tasks = read_procs(&dir.join("tasks")).unwrap_or_default();
-        let wchan = |tid: u32| read_text(&self.proc_root.join(format!("{tid}/wchan"))).unwrap_or_default();
-        tasks.into_iter().any(|tid| wchan(tid).trim() == OOM_WAIT)
-            || list_children(dir).unwrap_or_default().iter().any(|c| self.task_waits(&dir.join(c)))
+        task_sleeps_in(dir, "tasks", &self.proc_root, OOM_WAIT)
     }
 
     fn usage(&self, dir: &Path) -> Result<u64, CgroupError> {
@@ -153,13 +150,13 @@ impl MemoryController for V1 {
         Ok(stat_map(&text).get("under_oom").is_some_and(|&v| v > 0) && self.task_waits(&dir))
     }
 
-    fn release_waiters(&self, rel: &str) -> Result<(), CgroupError> {
+    fn release_waiters(&self, rel: &str) -> Result<Option<u64>, CgroupError> {
         // Only a raised limit (or memory uncharged) wakes the waiters; a page is enough,
         // and the next quota write puts the planned value back.
         let dir = inside(&self.base, rel)?;
         match self.limit(&dir)? {
-            Some(l) => self.write_limit(&dir, Some(l + 4096)),
-            None => Ok(()),
+            Some(l) => self.write_limit(&dir, Some(l + 4096)).map(|()| Some(l + 4096)),
+            None => Ok(None),
         }
     }
 

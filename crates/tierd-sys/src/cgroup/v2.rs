@@ -1,6 +1,13 @@
 //! cgroup v2 memory controller: `memory.high` as the DRAM quota (throttles and reclaims
-//! instead of killing), `memory.reclaim` to free the swap cache after a demotion, and
-//! `memory.swap.max` left at `max` so cold pages may go to the tier.
+//! instead of killing), `memory.max` a ceiling well above it (where the kernel kills, in
+//! the tenant's own cgroup), `memory.low` for what a tenant is guaranteed,
+//! `memory.reclaim` to free the swap cache after a demotion, and `memory.swap.max` left
+//! at `max` so cold pages may go to the tier.
+//!
+//! `memory.high` never fails a charge, but a tenant whose reclaim makes no progress (a
+//! full or stalled tier) is throttled again and again: it sleeps in
+//! [`THROTTLE_WAIT`] while over its quota. tierd counts that as waiting at its limit,
+//! as on v1, and gives it room at once ([`V2::release_waiters`]).
 //!
 //! A v2 cgroup with processes of its own cannot hand controllers to children, so
 //! tierd started in a delegated service cgroup (systemd's `Delegate=yes`) first moves
@@ -9,21 +16,36 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir};
+use super::{
+    CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir, task_sleeps_in,
+};
 use crate::{read_text, read_u64, write_text};
 
 /// The leaf tierd itself runs in below the cgroup it manages.
 pub const SUPERVISOR: &str = "supervisor";
 
+/// The kernel function a v2 task sleeps in while `memory.high` throttles it.
+const THROTTLE_WAIT: &str = "mem_cgroup_handle_over_high";
+
+/// Room given above what a throttled tenant holds: at least this, or a sixteenth of it.
+const ROOM: u64 = 16 << 20;
+
 #[derive(Debug)]
 pub struct V2 {
     base: PathBuf,
     own: String,
+    /// Where `/proc` is, to tell which tasks are throttled.
+    proc_root: PathBuf,
 }
 
 impl V2 {
-    pub fn new(base: PathBuf, own: String) -> Self {
-        V2 { base, own }
+    pub fn new(base: PathBuf, own: String, proc_root: PathBuf) -> Self {
+        V2 { base, own, proc_root }
+    }
+
+    fn write_bytes(&self, rel: &str, file: &str, bytes: Option<u64>) -> Result<(), CgroupError> {
+        let v = bytes.map_or("max".to_string(), |b| b.to_string());
+        Ok(write_text(&inside(&self.base, rel)?.join(file), &v)?)
     }
 
     fn current(&self, dir: &Path) -> Result<u64, CgroupError> {
@@ -77,8 +99,41 @@ impl MemoryController for V2 {
     }
 
     fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
+        self.write_bytes(rel, "memory.high", limit)
+    }
+
+    fn set_ceiling(&self, rel: &str, ceiling: Option<u64>) -> Result<(), CgroupError> {
+        // Never below what it holds: the kernel would reclaim, then kill, right away.
+        let held = self.current(&inside(&self.base, rel)?)?;
+        self.write_bytes(rel, "memory.max", ceiling.map(|c| c.max(held + ROOM)))
+    }
+
+    fn set_protection(&self, rel: &str, bytes: u64) -> Result<(), CgroupError> {
+        self.write_bytes(rel, "memory.low", Some(bytes))
+    }
+
+    /// Throttled and still over its quota: reclaim made no progress.
+    fn waiting_at_limit(&self, rel: &str) -> Result<bool, CgroupError> {
         let dir = inside(&self.base, rel)?;
-        write_text(&dir.join("memory.high"), &limit.map_or("max".to_string(), |l| l.to_string()))?;
+        let over = read_u64(&dir.join("memory.high"))?.is_some_and(|high| self.current(&dir).is_ok_and(|c| c > high));
+        Ok(over && task_sleeps_in(&dir, "cgroup.threads", &self.proc_root, THROTTLE_WAIT))
+    }
+
+    /// Room above what it holds, within its ceiling; the next quota write takes it back.
+    fn release_waiters(&self, rel: &str) -> Result<Option<u64>, CgroupError> {
+        let dir = inside(&self.base, rel)?;
+        let held = self.current(&dir)?;
+        let ceiling = read_u64(&dir.join("memory.max"))?.unwrap_or(u64::MAX);
+        let high = (held + ROOM.max(held / 16)).min(ceiling);
+        self.set_limit(rel, Some(high))?;
+        Ok(Some(high))
+    }
+
+    fn set_oom_killer(&self, rel: &str, on: bool) -> Result<(), CgroupError> {
+        if on {
+            let held = self.current(&inside(&self.base, rel)?)?;
+            self.write_bytes(rel, "memory.max", Some(held))?;
+        }
         Ok(())
     }
 
@@ -144,9 +199,12 @@ mod tests {
 
     const STAT: &str = "anon 2097152\nfile 8192\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\n";
 
-    fn leaf() -> [(&'static str, &'static str); 6] {
+    fn leaf() -> [(&'static str, &'static str); 9] {
         [
             ("memory.high", "max\n"),
+            ("memory.max", "max\n"),
+            ("memory.low", "0\n"),
+            ("cgroup.threads", "10\n11\n"),
             ("memory.current", "3000000\n"),
             ("memory.stat", STAT),
             ("memory.swap.current", "16384\n"),
@@ -162,7 +220,8 @@ mod tests {
         populate(&base, &[("cgroup.controllers", if delegated { "cpu memory\n" } else { "cpu\n" })]);
         populate(&base.join("tierd"), &[("cgroup.subtree_control", "")]);
         populate(&base.join("tierd/db"), &leaf());
-        (t, V2::new(base, "/svc".into()))
+        let proc_root = t.path().join("proc");
+        (t, V2::new(base, "/svc".into(), proc_root))
     }
 
     #[test]
@@ -173,6 +232,45 @@ mod tests {
         assert_eq!(c.stats("tierd/db").unwrap().limit, Some(256 << 20));
         c.set_limit("tierd/db", None).unwrap();
         assert_eq!(c.stats("tierd/db").unwrap().limit, None);
+    }
+
+    fn read(c: &V2, file: &str) -> String {
+        std::fs::read_to_string(c.base().join("tierd/db").join(file)).unwrap()
+    }
+
+    #[test]
+    fn the_ceiling_is_memory_max_and_never_below_what_the_tenant_holds() {
+        let (_t, c) = tree(true);
+        c.set_ceiling("tierd/db", Some(1 << 30)).unwrap();
+        assert_eq!(read(&c, "memory.max"), "1073741824");
+        // 3,000,000 bytes held: a ceiling under that would have the kernel kill now.
+        c.set_ceiling("tierd/db", Some(1 << 20)).unwrap();
+        assert_eq!(read(&c, "memory.max"), (3_000_000 + ROOM).to_string());
+        c.set_protection("tierd/db", 32 << 20).unwrap();
+        assert_eq!(read(&c, "memory.low"), "33554432");
+    }
+
+    #[test]
+    fn a_tenant_throttled_over_its_quota_waits_and_is_given_room_within_its_ceiling() {
+        let (t, c) = tree(true);
+        let wchan = |tid: &str, f: &str| populate(&t.path().join("proc").join(tid), &[("wchan", f)]);
+        wchan("10", "do_nanosleep");
+        wchan("11", "mem_cgroup_handle_over_high");
+        assert!(!c.waiting_at_limit("tierd/db").unwrap(), "no quota: nothing to wait at");
+        c.set_limit("tierd/db", Some(2_000_000)).unwrap();
+        assert!(c.waiting_at_limit("tierd/db").unwrap(), "a thread throttled, 3 MB held over 2 MB");
+        c.set_limit("tierd/db", Some(4_000_000)).unwrap();
+        assert!(!c.waiting_at_limit("tierd/db").unwrap(), "under its quota: a throttle that made progress");
+        wchan("11", "futex_wait_queue");
+        c.set_limit("tierd/db", Some(2_000_000)).unwrap();
+        assert!(!c.waiting_at_limit("tierd/db").unwrap(), "over, but nobody throttled");
+
+        assert_eq!(c.release_waiters("tierd/db").unwrap(), Some(3_000_000 + ROOM));
+        assert_eq!(read(&c, "memory.high"), (3_000_000 + ROOM).to_string());
+        std::fs::write(c.base().join("tierd/db/memory.max"), "4000000\n").unwrap();
+        assert_eq!(c.release_waiters("tierd/db").unwrap(), Some(4_000_000), "room ends at the ceiling");
+        c.set_oom_killer("tierd/db", true).unwrap();
+        assert_eq!(read(&c, "memory.max"), "3000000", "pinned where it is: its next charge fails in its own cgroup");
     }
 
     #[test]

@@ -12,6 +12,14 @@ impl Engine {
                 Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
             }
         }
+        // Host-wide reclaim honours a tenant's protection only within its parent's.
+        let guaranteed = self.tenants.values().filter(|t| t.is_running()).map(|t| t.spec.guaranteed()).sum();
+        if self.group_protected != Some(guaranteed) {
+            match self.cg.set_protection(&self.group_rel(), guaranteed) {
+                Ok(()) => self.group_protected = Some(guaranteed),
+                Err(e) => self.events.warn(None, format!("cannot protect the tenants' guaranteed DRAM: {e}")),
+            }
+        }
         let kinds: Vec<&'static str> = plan.notes.iter().map(|n| n.kind()).collect();
         if kinds != self.note_kinds {
             for note in &plan.notes {

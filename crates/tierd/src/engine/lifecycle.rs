@@ -48,6 +48,7 @@ impl Engine {
             events,
             group_limit: None,
             io_prev: None,
+            group_protected: None,
             tier_view: TierView::default(),
             self_cpu_percent: 0.0,
             notes: Vec::new(),
@@ -97,6 +98,10 @@ impl Engine {
                     self.events.info(Some(name.as_str()), "exited while tierd was down (exit code unknown)");
                 } else {
                     self.events.info(Some(name.as_str()), format!("re-adopted, pids {:?}", t.pids()));
+                    // The budget may have changed since.
+                    if let Err(e) = self.bound(&rel, &t.spec) {
+                        self.events.warn(Some(name.as_str()), format!("{e:#}"));
+                    }
                 }
             }
             self.tenants.insert(name, t);

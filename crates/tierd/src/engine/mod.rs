@@ -84,6 +84,8 @@ pub struct Engine {
     tenants: BTreeMap<TenantName, Tenant>,
     pub events: Events,
     group_limit: Option<u64>,
+    /// The DRAM written as protected over all tenants (v2 `memory.low` of the group).
+    group_protected: Option<u64>,
     io_prev: Option<IoSample>,
     tier_view: TierView,
     self_cpu_percent: f64,

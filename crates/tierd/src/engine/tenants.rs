@@ -36,6 +36,16 @@ impl Engine {
         Ok(())
     }
 
+    /// A tenant cgroup's bounds apart from its quota: the ceiling where the kernel may
+    /// kill (`tierd_core::waits::ceiling`) and the protection of what it is guaranteed.
+    pub(super) fn bound(&self, rel: &str, spec: &TenantSpec) -> anyhow::Result<()> {
+        self.cg
+            .set_ceiling(rel, Some(tierd_core::waits::ceiling(self.cfg.dram_budget)))
+            .context("setting its ceiling")?;
+        self.cg.set_protection(rel, spec.guaranteed()).context("protecting its guaranteed DRAM")?;
+        Ok(())
+    }
+
     /// Creates a tenant's cgroup with the quota the policy would give it.
     pub(super) fn prepare_cgroup(
         &mut self,
@@ -44,11 +54,14 @@ impl Engine {
     ) -> anyhow::Result<(String, Option<u64>)> {
         let rel = self.tenant_rel(&spec.name);
         self.cg.create(&rel).with_context(|| format!("creating cgroup {rel}"))?;
-        if spec.no_tier
-            && let Err(e) = self.cg.keep_off_swap(&rel)
-        {
+        let kept = if spec.no_tier {
+            self.cg.keep_off_swap(&rel).context("keeping the new tenant off the tier")
+        } else {
+            Ok(())
+        };
+        if let Err(e) = kept.and_then(|()| self.bound(&rel, spec)) {
             let _ = self.cg.remove(&rel);
-            return Err(anyhow!(e).context("keeping the new tenant off the tier"));
+            return Err(e);
         }
         let mut snap = self.snapshot();
         snap.tenants.push(TenantView::unmeasured(spec.clone(), footprint));

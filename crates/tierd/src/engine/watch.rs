@@ -4,11 +4,11 @@ use super::*;
 use tierd_core::activity::Change;
 
 impl Engine {
-    /// Between intervals: wakes tasks waiting at a quota or at the group limit (cgroup v1
-    /// with the OOM killer off: the kernel's reclaim there made no progress, and it
-    /// would otherwise have killed them). Woken, they reclaim again; each tenant's waits
-    /// are logged once an interval, and one that waits through `oom_grace` has the OOM
-    /// killer let act on it (see `tierd_core::waits`).
+    /// Between intervals: wakes tasks waiting at a quota or at the group limit, their
+    /// reclaim having made no progress (v1 with the OOM killer off, which would otherwise
+    /// have killed them; v2 throttled by `memory.high` again and again, which is given
+    /// room). Each tenant's waits are logged once an interval, and one that waits through
+    /// `oom_grace` with the tier full has the OOM killer let act on it (`tierd_core::waits`).
     pub fn release_waiters(&mut self) {
         // Every tenant is looked at before anyone is woken: a task woken by the group's
         // raised limit runs for a page and would look, for that moment, as if it did not wait.
@@ -19,10 +19,15 @@ impl Engine {
             .map(|(n, _)| (n.clone(), self.cg.waiting_at_limit(&self.tenant_rel(n)).unwrap_or(false)))
             .collect();
         let group = self.group_rel();
-        if self.cg.waiting_at_limit(&group).unwrap_or(false)
-            && let Err(e) = self.cg.release_waiters(&group)
-        {
-            self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}"));
+        let v2 = self.cg.version() == cgroup::Version::V2;
+        if self.cg.waiting_at_limit(&group).unwrap_or(false) {
+            match self.cg.release_waiters(&group) {
+                // v2's room is recorded, so the next pass writes the planned limit back
+                // (v1's page is left: writing it back would reclaim where reclaim fails).
+                Ok(raised) if v2 => self.group_limit = raised.or(self.group_limit),
+                Ok(_) => {}
+                Err(e) => self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}")),
+            }
         }
         let (now, grace, every) = (now_secs(), self.cfg.oom_grace.as_secs_f64(), self.cfg.interval.as_secs_f64());
         let tier_full = tierd_core::waits::tier_full(self.tier_view.size_bytes, self.tier_view.used_bytes);
@@ -37,12 +42,21 @@ impl Engine {
             let msg = match step {
                 Step::Nothing => None,
                 Step::Wake { log } => match self.cg.release_waiters(&rel) {
-                    Ok(()) => log.then(|| {
-                        format!(
-                            "waited at its quota {quota}: reclaim made no progress (the kernel would have killed it); \
-                             woken to try again"
-                        )
-                    }),
+                    Ok(raised) => {
+                        // Recorded, so the next pass writes the planned quota back.
+                        t.quota = raised.or(t.quota);
+                        log.then(|| match (v2, raised) {
+                            (true, Some(room)) => format!(
+                                "throttled at its quota {quota} with reclaim making no progress: given room up to {} \
+                                 at once",
+                                human(room)
+                            ),
+                            _ => format!(
+                                "waited at its quota {quota}: reclaim made no progress (the kernel would have killed \
+                                 it); woken to try again"
+                            ),
+                        })
+                    }
                     Err(e) => log.then(|| format!("waits at its quota and cannot be woken: {e}")),
                 },
                 // Its own limit pinned at what it holds, the next charge fails in its own
@@ -62,6 +76,7 @@ impl Engine {
                 ),
                 Step::Recovered => {
                     let _ = self.cg.set_oom_killer(&rel, false);
+                    let _ = self.cg.set_ceiling(&rel, Some(tierd_core::waits::ceiling(self.cfg.dram_budget)));
                     Some("no longer waits at its quota: the OOM killer is off again".to_string())
                 }
             };
