@@ -113,6 +113,10 @@ pub struct TenantView {
     /// Anonymous memory: resident plus swapped.
     pub footprint: u64,
     pub dram: u64,
+    /// Of `dram`, pages already written to the tier and only cached (the swap cache):
+    /// the kernel drops them first, without I/O, whenever DRAM is wanted.
+    #[serde(default)]
+    pub swap_cached: u64,
     pub tier: u64,
     /// Memory that cannot be tiered (mlocked, hugetlbfs).
     pub pinned: u64,
@@ -162,6 +166,7 @@ impl TenantView {
             spec,
             footprint,
             dram: footprint,
+            swap_cached: 0,
             tier: 0,
             pinned: 0,
             quota: None,

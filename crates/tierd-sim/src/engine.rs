@@ -264,6 +264,7 @@ impl Engine {
                 spec: et.spec.clone(),
                 footprint: (t.mem.allocated_pages() * PAGE) as u64,
                 dram: (t.dram_pages() * PAGE) as u64,
+                swap_cached: (t.mem.swap_cached_pages() * PAGE) as u64,
                 tier: (t.mem.swapped_pages() * PAGE) as u64,
                 pinned: 0,
                 quota: et.quota,

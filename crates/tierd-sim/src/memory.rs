@@ -108,6 +108,11 @@ impl Memory {
         self.totals().iter().map(|c| c.res + c.pref + c.out).sum()
     }
 
+    /// Pages in the swap cache: read back untouched, or written out and not yet freed.
+    pub fn swap_cached_pages(&self) -> f64 {
+        self.totals().iter().map(|c| c.pref + c.out).sum()
+    }
+
     /// Pages with a swap slot: the swap cache and the tier.
     pub fn swapped_pages(&self) -> f64 {
         self.totals().iter().map(|c| c.pref + c.out + c.tier_run + c.tier_scat).sum()

@@ -41,6 +41,8 @@ pub struct Measure {
     /// attached (the kernel moves no charges): its quota's reclaim cannot reach it,
     /// tierd's demotion can.
     pub charged_elsewhere: u64,
+    /// Of `dram`, pages written to the tier and only cached (the cgroup's swap cache).
+    pub swap_cached: u64,
     /// Bytes on the tier.
     pub tier: u64,
     pub huge: u64,

@@ -123,6 +123,7 @@ impl Engine {
             t.measure.footprint = footprint;
             t.measure.charged_elsewhere = crate::tenant::charged_elsewhere(resident_anon, stats.anon);
             t.measure.dram = stats.usage + t.measure.charged_elsewhere;
+            t.measure.swap_cached = stats.swap_cached;
             t.measure.tier = stats.swap.max(swapped);
             t.measure.huge = stats.anon_huge;
             t.measure.pinned = pinned;
@@ -229,6 +230,7 @@ impl Engine {
                 spec: t.spec.clone(),
                 footprint: t.measure.footprint,
                 dram: t.measure.dram,
+                swap_cached: t.measure.swap_cached,
                 tier: t.measure.tier,
                 pinned: t.measure.pinned,
                 quota: t.quota,
