@@ -13,4 +13,8 @@ bash scripts/guest-host.sh
 export TIERD_REQUIRE_GUEST=1
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets --locked -- -D warnings
+cargo clippy --release -p tierd --all-targets --locked --features failpoints -- -D warnings
+# tierd with its crash points, apart from the release build (tests/crash.rs).
+cargo build --release --locked -p tierd --features failpoints --target-dir target/failpoints --bin tierd
+export TIERD_REQUIRE_FAILPOINTS=1
 cargo test --release --workspace --locked

@@ -8,6 +8,21 @@
 //! `tierd-core`, kernel access in `tierd-sys`.
 #![forbid(unsafe_code)]
 
+/// A step where the crash test (`tests/crash.rs`) kills tierd: built with the
+/// `failpoints` feature and run with `FAILPOINTS=<name>=return` (or `N*off->return`
+/// for the N+1th pass), tierd SIGKILLs itself there, as a crash would leave things.
+/// Without the feature it is nothing.
+#[macro_export]
+macro_rules! crash_point {
+    ($name:literal) => {
+        #[cfg(feature = "failpoints")]
+        if fail::eval($name, |_| ()).is_some() {
+            let _ = tierd_sys::process::kill(std::process::id(), 9);
+            std::thread::sleep(std::time::Duration::from_secs(60));
+        }
+    };
+}
+
 pub mod api;
 pub mod doctor;
 pub mod engine;

@@ -61,13 +61,17 @@ fn runs(regions: &[PageRegion], want: u64, limit: u64) -> (Vec<(u64, u64)>, u64)
 pub fn demote(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
     let Some(regions) = scan(proc, pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
     let (ranges, bytes) = runs(&regions, PAGE_IS_PRESENT, limit);
-    Moved { advise: pidfd.advise(Advice::PageOut, &ranges), bytes, scan_errors: 0 }
+    let advise = pidfd.advise(Advice::PageOut, &ranges);
+    crate::crash_point!("demote");
+    Moved { advise, bytes, scan_errors: 0 }
 }
 
 /// Pages out exactly the given ranges (the policy chose them).
 pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)]) -> Moved {
     let bytes = ranges.iter().map(|r| r.1).sum();
-    Moved { advise: pidfd.advise(Advice::PageOut, ranges), bytes, scan_errors: 0 }
+    let advise = pidfd.advise(Advice::PageOut, ranges);
+    crate::crash_point!("demote");
+    Moved { advise, bytes, scan_errors: 0 }
 }
 
 /// Starts reading up to `limit` bytes of the process's swapped pages back (`MADV_WILLNEED`).
@@ -114,6 +118,7 @@ fn read_in(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], scan_errors: u64
             break;
         }
         add_advice(&mut m.advise, pidfd.advise(Advice::WillNeed, &batch));
+        crate::crash_point!("prefetch");
         m.bytes += batch.iter().map(|r| r.1).sum::<u64>();
         if let Some(prev) = in_flight.replace(batch) {
             map(&prev, &mut m);
@@ -241,6 +246,7 @@ pub fn relayout(
             }
             add_advice(&mut out.advise, c);
         }
+        crate::crash_point!("relayout");
         // Paged out either way: what was read back goes where it was. One try per
         // rest: a region that failed is tried again when the tenant next rests.
         let before = swpout_fallbacks(proc);

@@ -28,9 +28,21 @@ pub fn state_file(dir: &Path) -> PathBuf {
     dir.join("state.json")
 }
 
+/// Where a save is written before its rename.
+fn pending_file(dir: &Path) -> PathBuf {
+    state_file(dir).with_extension("json.tmp")
+}
+
 impl SavedState {
-    /// Loads the state; a missing file is an empty state.
+    /// Loads the state; a missing file is an empty state. A whole pending save is a
+    /// save a crash cut short before its rename: newer than the state file, so it wins
+    /// (a half-written one does not parse and is ignored).
     pub fn load(dir: &Path) -> anyhow::Result<SavedState> {
+        if let Ok(text) = std::fs::read_to_string(pending_file(dir))
+            && let Ok(pending) = serde_json::from_str(&text)
+        {
+            return Ok(pending);
+        }
         let path = state_file(dir);
         match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)
@@ -40,12 +52,16 @@ impl SavedState {
         }
     }
 
-    /// Saves atomically: a crash leaves the old or the new file, never half of one.
+    /// Saves atomically: a crash leaves the old file, or the new one whole (renamed or
+    /// still pending, see [`SavedState::load`]), never half of one.
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
-        let path = state_file(dir);
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
-        std::fs::rename(tmp, path)
+        use std::io::Write;
+        let tmp = pending_file(dir);
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&serde_json::to_vec_pretty(self)?)?;
+        f.sync_all()?;
+        crate::crash_point!("save");
+        std::fs::rename(tmp, state_file(dir))
     }
 }
 
@@ -53,6 +69,32 @@ impl SavedState {
 mod tests {
     use super::*;
     use tierd_core::TenantName;
+
+    #[test]
+    fn a_whole_pending_save_wins_and_a_half_written_one_is_ignored() {
+        let t = tempfile::tempdir().unwrap();
+        let with = |names: &[&str]| SavedState {
+            tier: None,
+            tenants: names
+                .iter()
+                .map(|n| SavedTenant {
+                    spec: tierd_core::tenant::TenantSpec::new(TenantName::new(n).unwrap()),
+                    argv: vec![],
+                    life: Life::Running,
+                })
+                .collect(),
+        };
+        with(&["old"]).save(t.path()).unwrap();
+        // Cut short between writing and renaming: the new state is whole but pending.
+        std::fs::write(pending_file(t.path()), serde_json::to_vec(&with(&["old", "new"])).unwrap()).unwrap();
+        assert_eq!(SavedState::load(t.path()).unwrap().tenants.len(), 2);
+        // Cut short while writing: the last renamed state stands.
+        std::fs::write(pending_file(t.path()), b"{\"tier\": null, \"tenan").unwrap();
+        assert_eq!(SavedState::load(t.path()).unwrap().tenants[0].spec.name.as_str(), "old");
+        with(&["a", "b", "c"]).save(t.path()).unwrap();
+        assert!(!pending_file(t.path()).exists(), "a finished save leaves nothing pending");
+        assert_eq!(SavedState::load(t.path()).unwrap().tenants.len(), 3);
+    }
 
     #[test]
     fn round_trips_and_missing_is_empty() {

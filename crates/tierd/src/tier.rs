@@ -154,6 +154,9 @@ impl Tier {
                 let _ = std::fs::remove_file(&prev.path);
             }
         }
+        if let Some(tier) = Tier::left_active(cfg, &areas, sys) {
+            return Ok(tier);
+        }
         if areas.iter().any(|a| a.path == cfg.path) {
             return Err(TierError::Busy { path: cfg.path.clone(), why: "already an active swap area".into() });
         }
@@ -232,6 +235,24 @@ impl Tier {
         undo.loop_dev = None;
         let record = TierRecord { path: cfg.path.clone(), swap_path, backing, created_file, size, priority };
         Ok(Tier::from_record(record, sys))
+    }
+
+    /// The tier of a run that died before saving its record: a loop device over the
+    /// configured file, still swap. Adopted as it is: a second swap area over the same
+    /// file would hand out slots the first still holds pages in. (Its file is kept at
+    /// shutdown, as whether tierd made it is not known.)
+    fn left_active(cfg: &TierConfig, areas: &[swap::SwapArea], sys: &Path) -> Option<Tier> {
+        let dev = blockdev::loops_backed_by(sys, &cfg.path);
+        let area = areas.iter().find(|a| dev.contains(&a.path))?;
+        let record = TierRecord {
+            path: cfg.path.clone(),
+            swap_path: area.path.clone(),
+            backing: Backing::Loop,
+            created_file: false,
+            size: area.size_bytes,
+            priority: area.priority,
+        };
+        Some(Tier::from_record(record, sys))
     }
 
     fn from_record(record: TierRecord, sys: &Path) -> Tier {

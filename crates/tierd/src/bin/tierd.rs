@@ -98,6 +98,9 @@ fn parse_backing(s: &str) -> Result<TierBacking, String> {
 }
 
 fn main() {
+    // Crash points named in FAILPOINTS (see `tierd::crash_point!`), in test builds only.
+    #[cfg(feature = "failpoints")]
+    let _crash_points = fail::FailScenario::setup();
     if let Err(e) = run() {
         eprintln!("tierd: error: {e:#}");
         std::process::exit(1);

@@ -138,6 +138,7 @@ impl Engine {
         };
         let Some(t) = self.tenants.get_mut(&tp.name) else { return };
         if changed {
+            crate::crash_point!("quota");
             let (set, secs) = limit.unwrap_or_else(|| mover::timed(|| self.cg.set_limit(&rel, tp.quota)));
             warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
                 format!("setting quota {}", show_quota(tp.quota))

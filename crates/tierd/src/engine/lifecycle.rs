@@ -63,6 +63,7 @@ impl Engine {
             watch_read_us: 80.0,
             _lock: lock,
         };
+        crate::crash_point!("start");
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
         let subtree = [engine.root_rel(), engine.group_rel(), engine.detached_rel()];
         for rel in &subtree {
@@ -157,6 +158,7 @@ impl Engine {
         let running = self.lift_quotas();
         let _ = self.cg.set_limit(&self.group_rel(), None);
         self.group_limit = None;
+        crate::crash_point!("shutdown");
         if let Some(tier) = self.tier.take() {
             let (_, used) = tier.usage(&self.proc);
             match tier.teardown() {
@@ -228,6 +230,7 @@ impl Engine {
             .info(None, format!("draining tier {}: reading {} back into DRAM", path.display(), human(tier_used)));
         // No quota may squeeze a tenant while its pages come back; the budget still holds.
         self.lift_quotas();
+        crate::crash_point!("drain");
         let start = Instant::now();
         let tier = self.tier.take().expect("checked above");
         if let Err(e) = tier.teardown() {

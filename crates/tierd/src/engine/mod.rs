@@ -143,6 +143,7 @@ impl Engine {
 
     fn step(&mut self, sample: bool) {
         self.relayout_until = Instant::now() + RELAYOUT_SLICE;
+        crate::crash_point!("pass");
         self.reap();
         self.measure(true);
         if sample && self.cfg.policy == PolicyKind::Tierd && self.tier.is_some() {

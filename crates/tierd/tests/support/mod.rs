@@ -30,6 +30,22 @@ pub fn tierctl_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tierctl"))
 }
 
+/// tierd built with its crash points (`--features failpoints`, by scripts/test.sh),
+/// if built; required when `TIERD_REQUIRE_FAILPOINTS` is set (as in CI).
+pub fn failpoints_bin() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/failpoints/release/tierd");
+    if p.exists() {
+        return Some(p);
+    }
+    let why = format!(
+        "{} is missing: cargo build --release -p tierd --features failpoints --target-dir target/failpoints",
+        p.display()
+    );
+    assert!(std::env::var("TIERD_REQUIRE_FAILPOINTS").is_err(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
 /// The workload generator, built by the same `cargo build`/`cargo test` of the workspace.
 pub fn bench_bin() -> PathBuf {
     let p = tierd_bin().with_file_name("tierd-bench");
@@ -73,6 +89,9 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub cgroup_name: String,
     pub args: Vec<String>,
+    /// Crash points for the next spawn (`FAILPOINTS`, see `tierd::crash_point!`): it
+    /// runs the failpoints build ([`failpoints_bin`]) and may die before its API is up.
+    pub crash_at: Option<String>,
     child: Option<Child>,
     /// Every tenant PID seen, so teardown can stop them.
     pub tenant_pids: Vec<u32>,
@@ -85,6 +104,11 @@ impl Daemon {
 
     /// Starts tierd with `args` plus the private paths, and waits for its API.
     pub fn start(args: &[&str]) -> Daemon {
+        Daemon::start_with(args, None)
+    }
+
+    /// [`Daemon::start`] with crash points (see [`Daemon::crash_at`]).
+    pub fn start_with(args: &[&str], crash_at: Option<&str>) -> Daemon {
         sweep_killed_runs();
         // Named for this process, so a later run can tell it was killed (see `leftovers`).
         let dir = tempfile::Builder::new()
@@ -98,6 +122,7 @@ impl Daemon {
             socket,
             cgroup_name,
             args: args.iter().map(|s| s.to_string()).collect(),
+            crash_at: crash_at.map(String::from),
             child: None,
             tenant_pids: Vec::new(),
         };
@@ -108,7 +133,10 @@ impl Daemon {
     pub fn spawn(&mut self) {
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("tierd.log")).unwrap();
-        let child = Command::new(tierd_bin())
+        let crash_at = self.crash_at.take();
+        let bin = if crash_at.is_some() { failpoints_bin().expect("the failpoints build") } else { tierd_bin() };
+        let child = Command::new(bin)
+            .env("FAILPOINTS", crash_at.as_deref().unwrap_or(""))
             .args(&self.args)
             .arg("--state-dir")
             .arg(self.state_dir())
@@ -125,7 +153,8 @@ impl Daemon {
         let end = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!("tierd exited early ({st}): {}", self.log());
+                assert!(crash_at.is_some(), "tierd exited early ({st}): {}", self.log());
+                return;
             }
             if self.try_ctl(&["status", "--json"]).status.success() {
                 return;
@@ -242,6 +271,22 @@ impl Daemon {
 
     pub fn is_running(&self) -> bool {
         self.child.is_some()
+    }
+
+    /// Waits for tierd to die at a crash point: killed by SIGKILL, as a crash leaves it.
+    pub fn wait_crashed(&mut self, timeout: Duration) {
+        use std::os::unix::process::ExitStatusExt;
+        let end = Instant::now() + timeout;
+        let c = self.child.as_mut().expect("running");
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                assert_eq!(st.signal(), Some(9), "tierd did not die at its crash point ({st}): {}", self.log());
+                self.child = None;
+                return;
+            }
+            assert!(Instant::now() < end, "tierd did not reach its crash point in {timeout:?}: {}", self.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Swap areas on a file or loop device inside this test's directory.
