@@ -511,14 +511,20 @@ mod tests {
         assert!(p.notes.contains(&Note::FellShort), "{:?}", p.notes);
     }
 
-    #[test]
-    fn room_ahead_of_the_lru_comes_from_the_hosts_coldest_and_never_from_an_unseen_resting_working_set() {
-        // Both fit and the budget is full: room is made ahead of the kernel's reclaim.
+    /// 640 MiB in DRAM of which the last 384 MiB were seen idle 200 s (two samples out).
+    fn busy_with_an_idle_tail() -> TenantView {
         let mut busy = working("busy", 768 * MIB, 256 * MIB, 640 * MIB, 0.0);
         busy.regions = (0..320).map(|i| region(i, if i < 128 { 1.0 } else { 200.0 }, 2 * MIB, 0, false)).collect();
         for r in busy.regions.iter_mut().skip(128) {
             r.cold_samples = 2;
         }
+        busy
+    }
+
+    #[test]
+    fn room_ahead_of_the_lru_comes_from_the_hosts_coldest_and_never_from_an_unseen_resting_working_set() {
+        // Both fit and the budget is full: room is made ahead of the kernel's reclaim.
+        let busy = busy_with_an_idle_tail();
         let mut sleepy = working("sleepy", 384 * MIB, 384 * MIB, 384 * MIB, 0.0);
         sleepy.at_rest_secs = Some(5.0);
         sleepy.rest_began_secs = Some(5.0);
@@ -543,11 +549,7 @@ mod tests {
     fn pages_written_out_and_only_cached_are_room_already() {
         // As above, but the last passes' demotions still sit in busy's swap cache: the
         // room is there, and demoting more each pass only wrote to the tier for nothing.
-        let mut busy = working("busy", 768 * MIB, 256 * MIB, 640 * MIB, 0.0);
-        busy.regions = (0..320).map(|i| region(i, if i < 128 { 1.0 } else { 200.0 }, 2 * MIB, 0, false)).collect();
-        for r in busy.regions.iter_mut().skip(128) {
-            r.cold_samples = 2;
-        }
+        let busy = busy_with_an_idle_tail();
         let sleepy = working("sleepy", 384 * MIB, 384 * MIB, 384 * MIB, 0.0);
         let mut cached = busy.clone();
         cached.swap_cached = 64 * MIB;
