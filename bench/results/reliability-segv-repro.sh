@@ -1,4 +1,4 @@
-# Repro of the SIGSEGV row in reliability.md (run as root from the repo root after cargo build --release --workspace; paths below are this machine's).
+# Repro of the SIGSEGV row in reliability.md (run as root from the repo root after cargo build --release --workspace; paths below are this machine's; set --policy none to see it without tierd's moves).
 set -u
 D=/var/tmp/relayprobe; rm -rf $D; mkdir -p $D
 T=/work/main/target/release
