@@ -75,14 +75,18 @@ impl ProcFs {
 
     /// Host memory from `/proc/meminfo` (`MemTotal`), in bytes.
     pub fn mem_total(&self) -> Result<u64, PathError> {
-        let text = read_text(&self.root.join("meminfo"))?;
-        Ok(kv_kib(&text).get("MemTotal").copied().unwrap_or(0))
+        self.meminfo("MemTotal")
     }
 
     /// Memory the host can give without swapping (`MemAvailable`), in bytes.
     pub fn mem_available(&self) -> Result<u64, PathError> {
+        self.meminfo("MemAvailable")
+    }
+
+    /// One `/proc/meminfo` figure, in bytes (0 when the kernel lacks it).
+    fn meminfo(&self, key: &str) -> Result<u64, PathError> {
         let text = read_text(&self.root.join("meminfo"))?;
-        Ok(kv_kib(&text).get("MemAvailable").copied().unwrap_or(0))
+        Ok(kv_kib(&text).get(key).copied().unwrap_or(0))
     }
 
     pub fn exists(&self, pid: u32) -> bool {

@@ -242,7 +242,6 @@ impl Engine {
             );
         }
         let seconds = start.elapsed().as_secs_f64();
-        self.tier_view = TierView { drained: true, ..TierView::default() };
         self.events.info(
             None,
             format!(

@@ -202,8 +202,7 @@ impl Engine {
             self_cpu_ticks: cpu,
         };
         let (size, used) = self.tier.as_ref().map(|t| t.usage(&self.proc)).unwrap_or((0, 0));
-        let drained = self.tier.is_none();
-        let mut view = TierView { size_bytes: size, used_bytes: used, drained, ..TierView::default() };
+        let mut view = TierView { size_bytes: size, used_bytes: used, ..TierView::default() };
         if let Some(prev) = self.io_prev {
             let dt = (now - prev.at).as_secs_f64().max(1e-3);
             view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;
@@ -263,7 +262,8 @@ impl Engine {
             dram_budget: self.cfg.dram_budget,
             ratio: self.cfg.ratio,
             interval_secs: self.cfg.interval.as_secs_f64(),
-            tier: self.tier_view,
+            // No tier after `tierctl tier drain` (the only way to lose it while running).
+            tier: TierView { drained: self.tier.is_none(), ..self.tier_view },
             tenants,
         }
     }

@@ -105,7 +105,7 @@ impl Engine {
             overcommit: snap.overcommit(),
             active_bytes: active,
             active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
-            tier: tier.unwrap_or(TierStatus { drained: self.tier_view.drained, ..TierStatus::default() }),
+            tier: tier.unwrap_or(TierStatus { drained: true, ..TierStatus::default() }),
             tierd_cpu_percent: self.self_cpu_percent,
             tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
             promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
@@ -125,7 +125,7 @@ impl Engine {
                     .filter_map(|(n, t)| Some((n.to_string(), t.waits.waiting_secs(now_secs())?)))
                     .collect(),
                 oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
-                tier_drained: self.tier_view.drained,
+                tier_drained: self.tier.is_none(),
             }),
             http_address: self.http_address.clone(),
             uptime_secs: self.started.elapsed().as_secs_f64(),
