@@ -186,10 +186,12 @@ pub struct TenantRun {
     pub failed: Option<String>,
 }
 
-/// Words for a failed tenant's exit: 128 + N is signal N, as the shell and tierd say.
-pub fn how_it_ended(exit_code: Option<i32>) -> String {
+/// Words for a failed tenant's exit: 128 + N is signal N, as the shell and tierd say;
+/// its cgroup's count tells the OOM killer's SIGKILL from another.
+pub fn how_it_ended(exit_code: Option<i32>, oom_kills: u64) -> String {
     match exit_code {
-        Some(137) => "killed by SIGKILL (as the OOM killer does)".into(),
+        Some(137) if oom_kills > 0 => "killed by the kernel's OOM killer".into(),
+        Some(137) => "killed by SIGKILL".into(),
         Some(c) if c > 128 => format!("killed by signal {}", c - 128),
         Some(c) => format!("exit code {c}"),
         None => "ended, exit code unknown".into(),
@@ -419,7 +421,7 @@ pub fn run(
     // Every tenant outlives the run; one that ended already, other than cleanly, failed.
     let failed = |name: &str| {
         let ts = status.as_ref()?.tenants.iter().find(|ts| ts.name == name)?;
-        (ts.state == "exited" && ts.exit_code != Some(0)).then(|| how_it_ended(ts.exit_code))
+        (ts.state == "exited" && ts.exit_code != Some(0)).then(|| how_it_ended(ts.exit_code, ts.oom_kills))
     };
     let events = t.request(&tierd::api::Request::Events)?.as_array().map_or(0, Vec::len);
     let runs = tenants
@@ -476,10 +478,11 @@ mod tests {
 
     #[test]
     fn a_failed_tenant_is_said_to_have_crashed_or_been_killed() {
-        assert_eq!(how_it_ended(Some(101)), "exit code 101");
-        assert_eq!(how_it_ended(Some(137)), "killed by SIGKILL (as the OOM killer does)");
-        assert_eq!(how_it_ended(Some(143)), "killed by signal 15");
-        assert_eq!(how_it_ended(None), "ended, exit code unknown");
+        assert_eq!(how_it_ended(Some(101), 0), "exit code 101");
+        assert_eq!(how_it_ended(Some(137), 1), "killed by the kernel's OOM killer");
+        assert_eq!(how_it_ended(Some(137), 0), "killed by SIGKILL");
+        assert_eq!(how_it_ended(Some(143), 0), "killed by signal 15");
+        assert_eq!(how_it_ended(None, 0), "ended, exit code unknown");
     }
 
     #[test]

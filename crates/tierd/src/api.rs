@@ -230,6 +230,9 @@ pub struct TenantStatus {
     /// relayout are not counted: see `tenant::OwnFaults`).
     pub major_faults: u64,
     pub major_faults_per_sec: f64,
+    /// Its processes the kernel's OOM killer has ended (counted by its cgroup).
+    #[serde(default)]
+    pub oom_kills: u64,
     /// Pages the tenant waited for from the tier, bytes per second (major faults x 4 KiB;
     /// swap readahead may read more around them).
     #[serde(default)]

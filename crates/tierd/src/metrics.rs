@@ -69,7 +69,7 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 25] = [
+const TENANT_FAMILIES: [TenantFamily; 26] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
@@ -149,6 +149,9 @@ const TENANT_FAMILIES: [TenantFamily; 25] = [
     ("tierd_tenant_major_faults_per_second", "gauge", "Major faults per second.", |t| Some(t.major_faults_per_sec)),
     ("tierd_tenant_major_faults_total", "counter", "Major faults since the tenant started.", |t| {
         Some(t.major_faults as f64)
+    }),
+    ("tierd_tenant_oom_kills_total", "counter", "Processes of the tenant the kernel's OOM killer ended.", |t| {
+        Some(t.oom_kills as f64)
     }),
     ("tierd_tenant_guest_ram_bytes", "gauge", "A VM tenant's guest RAM (QEMU -m).", |t| {
         t.guest.as_ref().map(|g| g.ram_bytes as f64)
@@ -259,6 +262,7 @@ pub(crate) mod tests {
             tracker_sample_pages: 0,
             tracker_seconds: 0.0,
             major_faults: 42,
+            oom_kills: 1,
             major_faults_per_sec: 2.5,
             tier_read_bytes_per_sec: 10240.0,
             tier_write_bytes_per_sec: 0.0,
@@ -338,6 +342,7 @@ pub(crate) mod tests {
         assert!(page.contains("tierd_tier_read_latency_seconds 0.00025\n"));
         assert!(page.contains("tierd_tenant_tier_read_bytes_per_second{tenant=\"db\"} 10240\n"));
         assert!(page.contains("tierd_tenant_errors_total{tenant=\"db\",op=\"pageout\"} 3\n"));
+        assert!(page.contains("tierd_tenant_oom_kills_total{tenant=\"db\"} 1\n"), "{page}");
         assert!(page.contains("tierd_tenants 1\n"));
         assert!(!page.contains("tenant=\"gone\""), "exited tenants have no samples");
     }

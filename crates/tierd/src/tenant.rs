@@ -152,6 +152,8 @@ pub struct Tenant {
     pub predicted: Option<f64>,
     pub shortfall: tierd_core::activity::Shortfall,
     pub short_secs: Option<f64>,
+    /// Its processes the kernel's OOM killer ended, as its cgroup last counted them.
+    pub oom_kills: u64,
     /// Its waits at its quota (see `Engine::release_waiters`).
     pub waits: tierd_core::waits::Waits,
     /// Regions, by (pid, start), whose tier pages are known to lie in runs since its
@@ -191,6 +193,7 @@ impl Tenant {
             predicted: None,
             shortfall: Default::default(),
             short_secs: None,
+            oom_kills: 0,
             waits: Default::default(),
             laid_out: Default::default(),
             relayout_tally: (0, 0),
@@ -223,6 +226,13 @@ impl Tenant {
 
     pub fn is_running(&self) -> bool {
         self.life == Life::Running
+    }
+
+    /// Takes its cgroup's count of OOM-killed processes; says what is new.
+    pub fn count_oom_kills(&mut self, counted: u64) -> Option<String> {
+        let new = counted.saturating_sub(self.oom_kills);
+        self.oom_kills = self.oom_kills.max(counted);
+        (new > 0).then(|| format!("the kernel's OOM killer ended {new} of its processes ({} so far)", self.oom_kills))
     }
 
     pub fn count_error(&mut self, op: &str) {

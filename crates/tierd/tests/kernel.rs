@@ -436,8 +436,33 @@ fn a_tenant_that_outgrows_dram_and_the_tier_is_named_red_and_then_oom_killed() {
     assert_eq!(d.tenant("big")["exit_code"], 137, "killed by SIGKILL: {:#}", d.tenant("big"));
     let events = d.ctl(&["events"]);
     assert!(events.contains("the kernel's OOM killer may now act"), "{events}");
+    assert!(events.contains("the kernel's OOM killer ended 1 of its processes"), "{events}");
+    assert_eq!(d.tenant("big")["oom_kills"], 1, "counted by its cgroup before it went: {:#}", d.tenant("big"));
     let health = String::from_utf8_lossy(&d.try_ctl(&["health"]).stdout).to_string();
     assert!(!health.contains("waiting at their memory limit"), "nobody waits once it is gone: {health}");
+    assert!(d.stop().success(), "{}", d.log());
+    assert!(d.owned_swaps().is_empty(), "the tier is swapped off on shutdown");
+}
+
+/// Policy `none` is plain Linux, OOM killer included (the swap baseline stays honest):
+/// the same overgrowth meets the kernel's OOM killer at once, with no wait, and the
+/// kill is counted.
+#[test]
+fn under_policy_none_the_kernel_oom_kills_as_plain_linux_and_the_kill_is_counted() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "128M", "--ratio", "1", "--interval", "1s", "--policy", "none"]);
+    let work = ["--size", "400M", "--hot", "64M", "--phase", "active:120s"];
+    d.run_workload("big", &["--size", "100M"], &work);
+    for dir in [d.cgroup_dir().join("tenants"), d.cgroup_dir().join("tenants/big")] {
+        let oom = std::fs::read_to_string(dir.join("memory.oom_control")).unwrap();
+        assert!(oom.contains("oom_kill_disable 0"), "{}: {oom}", dir.display());
+    }
+    wait_for("the OOM killer to end it", Duration::from_secs(120), || d.tenant("big")["state"] == "exited");
+    let t = d.tenant("big");
+    assert_eq!((t["exit_code"].clone(), t["oom_kills"].clone()), (137.into(), 1.into()), "{t:#}");
+    let events = d.ctl(&["events"]);
+    assert!(events.contains("the kernel's OOM killer ended 1 of its processes"), "{events}");
+    assert!(!events.contains("waited at its quota"), "nothing waits under plain Linux: {events}");
     assert!(d.stop().success(), "{}", d.log());
     assert!(d.owned_swaps().is_empty(), "the tier is swapped off on shutdown");
 }

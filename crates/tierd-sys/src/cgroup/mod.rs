@@ -24,6 +24,17 @@ pub enum Version {
     V2,
 }
 
+/// What a task meets at a limit when the kernel's reclaim makes no progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtLimit {
+    /// The kernel's OOM killer acts, as plain Linux has it.
+    Kill,
+    /// v1 with the OOM killer off: a fault waits until tierd wakes it (see [`V1`]);
+    /// a charge made inside a system call fails with `ENOMEM` instead. v2 has no such
+    /// wait (`memory.high` throttles instead) and treats this as `Kill`.
+    Wait,
+}
+
 /// A cgroup's memory figures, in bytes (faults are counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryStats {
@@ -37,6 +48,8 @@ pub struct MemoryStats {
     /// Swapped-out pages still in DRAM (the swap cache).
     pub swap_cached: u64,
     pub limit: Option<u64>,
+    /// Processes of the cgroup (and below) the kernel's OOM killer has ended so far.
+    pub oom_kills: u64,
 }
 
 /// A cgroup's memory pressure stall totals (PSI, `memory.pressure`), in microseconds.
@@ -96,8 +109,9 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn version(&self) -> Version;
     /// tierd's own cgroup directory (everything tierd creates lives below it).
     fn base(&self) -> &Path;
-    /// Creates a cgroup (its parents must exist); an existing one is fine.
-    fn create(&self, rel: &str) -> Result<(), CgroupError>;
+    /// Creates a cgroup (its parents must exist); an existing one is fine and gets
+    /// `at_limit` too (a restart under another policy changes it).
+    fn create(&self, rel: &str, at_limit: AtLimit) -> Result<(), CgroupError>;
     /// Removes an empty cgroup; an absent one is fine.
     fn remove(&self, rel: &str) -> Result<(), CgroupError>;
     /// Sets the DRAM limit (`None`: unlimited).

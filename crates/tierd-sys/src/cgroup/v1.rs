@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir, task_sleeps_in,
+    AtLimit, CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir,
+    task_sleeps_in,
 };
 use crate::{read_text, read_u64, write_text};
 
@@ -87,12 +88,12 @@ impl MemoryController for V1 {
         &self.base
     }
 
-    fn create(&self, rel: &str) -> Result<(), CgroupError> {
+    fn create(&self, rel: &str, at_limit: AtLimit) -> Result<(), CgroupError> {
         let dir = inside(&self.base, rel)?;
         make_dir(&dir)?;
         let oom = dir.join("memory.oom_control");
         if oom.exists() {
-            write_text(&oom, "1")?;
+            write_text(&oom, if at_limit == AtLimit::Wait { "1" } else { "0" })?;
         }
         Ok(())
     }
@@ -122,6 +123,11 @@ impl MemoryController for V1 {
             swap: get("swap"),
             swap_cached: get("swapcached"),
             limit: self.limit(&dir)?,
+            // `oom_kill` counts victims in this group and below (kernel 4.13 on).
+            oom_kills: read_text(&dir.join("memory.oom_control"))
+                .ok()
+                .and_then(|t| stat_map(&t).get("oom_kill").copied())
+                .unwrap_or(0),
         })
     }
 
@@ -232,6 +238,10 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         assert_eq!(s.swap, 16384);
         assert_eq!(s.swap_cached, 4096);
         assert_eq!(s.file, 8192);
+        assert_eq!(s.oom_kills, 0, "no memory.oom_control: none counted");
+        std::fs::write(c.base().join("tierd/db/memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+            .unwrap();
+        assert_eq!(c.stats("tierd/db").unwrap().oom_kills, 2);
     }
 
     #[test]
@@ -249,8 +259,10 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         let (_t, c) = tree();
         let oom = c.base().join("tierd/db/memory.oom_control");
         std::fs::write(&oom, "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n").unwrap();
-        c.create("tierd/db").unwrap();
+        c.create("tierd/db", AtLimit::Wait).unwrap();
         assert_eq!(std::fs::read_to_string(&oom).unwrap(), "1", "the OOM killer is turned off");
+        c.create("tierd/db", AtLimit::Kill).unwrap();
+        assert_eq!(std::fs::read_to_string(&oom).unwrap(), "0", "plain Linux's OOM killer, also on an existing group");
         std::fs::write(&oom, "oom_kill_disable 1\nunder_oom 0\noom_kill 0\n").unwrap();
         assert!(!c.waiting_at_limit("tierd/db").unwrap());
         std::fs::write(&oom, "oom_kill_disable 1\nunder_oom 1\noom_kill 0\n").unwrap();
@@ -273,13 +285,13 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
     #[test]
     fn create_and_remove_are_idempotent_and_confined() {
         let (_t, c) = tree();
-        c.create("tierd/web").unwrap();
-        c.create("tierd/web").unwrap();
+        c.create("tierd/web", AtLimit::Wait).unwrap();
+        c.create("tierd/web", AtLimit::Wait).unwrap();
         assert!(c.base().join("tierd/web").is_dir());
         c.remove("tierd/web").unwrap();
         c.remove("tierd/web").unwrap();
         assert!(!c.base().join("tierd/web").exists());
-        assert!(matches!(c.create("../escape"), Err(CgroupError::Escape(_))));
+        assert!(matches!(c.create("../escape", AtLimit::Wait), Err(CgroupError::Escape(_))));
     }
 
     #[test]

@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir, task_sleeps_in,
+    AtLimit, CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir,
+    task_sleeps_in,
 };
 use crate::{read_text, read_u64, write_text};
 
@@ -87,7 +88,7 @@ impl MemoryController for V2 {
         &self.base
     }
 
-    fn create(&self, rel: &str) -> Result<(), CgroupError> {
+    fn create(&self, rel: &str, _at_limit: AtLimit) -> Result<(), CgroupError> {
         let dir = inside(&self.base, rel)?;
         let parent = dir.parent().unwrap_or(&self.base).to_path_buf();
         self.delegate_memory(&parent)?;
@@ -163,6 +164,11 @@ impl MemoryController for V2 {
             swap: read_u64(&dir.join("memory.swap.current")).ok().flatten().unwrap_or(0),
             swap_cached: get("swapcached"),
             limit: read_u64(&dir.join("memory.high"))?,
+            // Hierarchical, like v1's: victims in this cgroup and below.
+            oom_kills: read_text(&dir.join("memory.events"))
+                .ok()
+                .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
+                .unwrap_or(0),
         })
     }
 
@@ -199,7 +205,7 @@ mod tests {
 
     const STAT: &str = "anon 2097152\nfile 8192\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\n";
 
-    fn leaf() -> [(&'static str, &'static str); 9] {
+    fn leaf() -> [(&'static str, &'static str); 10] {
         [
             ("memory.high", "max\n"),
             ("memory.max", "max\n"),
@@ -210,6 +216,7 @@ mod tests {
             ("memory.swap.current", "16384\n"),
             ("memory.reclaim", ""),
             ("cgroup.procs", "10\n"),
+            ("memory.events", "low 0\nhigh 5\nmax 1\noom 1\noom_kill 3\noom_group_kill 0\n"),
         ]
     }
 
@@ -281,6 +288,7 @@ mod tests {
             (s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.file),
             (3000000, 2 << 20, 2 << 20, 16384, 4096, 8192)
         );
+        assert_eq!(s.oom_kills, 3, "oom_kill, not oom or oom_group_kill");
     }
 
     #[test]
@@ -293,11 +301,11 @@ mod tests {
     #[test]
     fn create_enables_memory_for_own_children_only() {
         let (_t, c) = tree(true);
-        c.create("tierd/web").unwrap();
+        c.create("tierd/web", AtLimit::Wait).unwrap();
         assert_eq!(std::fs::read_to_string(c.base().join("tierd/cgroup.subtree_control")).unwrap(), "+memory");
         assert!(c.base().join("tierd/web").is_dir());
         let (_t2, c2) = tree(false);
-        let e = c2.create("tierd2").unwrap_err();
+        let e = c2.create("tierd2", AtLimit::Wait).unwrap_err();
         assert!(matches!(e, CgroupError::NotDelegated(_)), "{e}");
         assert!(e.to_string().contains("Delegate=yes"));
     }
@@ -308,7 +316,7 @@ mod tests {
         let (_t, c) = tree(true);
         populate(c.base(), &[("cgroup.subtree_control", "")]);
         populate(&c.base().join(SUPERVISOR), &[("cgroup.procs", "")]);
-        c.create("tierd3").unwrap();
+        c.create("tierd3", AtLimit::Wait).unwrap();
         let moved = std::fs::read_to_string(c.base().join("supervisor/cgroup.procs")).unwrap();
         assert_eq!(moved, std::process::id().to_string(), "tierd left the cgroup it manages");
         assert_eq!(std::fs::read_to_string(c.base().join("cgroup.subtree_control")).unwrap(), "+memory");

@@ -65,9 +65,14 @@ impl Engine {
         };
         crate::crash_point!("start");
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
-        let subtree = [engine.root_rel(), engine.group_rel(), engine.detached_rel()];
-        for rel in &subtree {
-            if let Err(e) = engine.cg.create(rel) {
+        let at_limit = engine.at_limit();
+        let subtree = [
+            (engine.root_rel(), AtLimit::Kill),
+            (engine.group_rel(), at_limit),
+            (engine.detached_rel(), AtLimit::Kill),
+        ];
+        for (rel, at_limit) in &subtree {
+            if let Err(e) = engine.cg.create(rel, *at_limit) {
                 // Leave no tier behind if tierd cannot manage cgroups.
                 if let Some(t) = engine.tier.take() {
                     let _ = t.teardown();

@@ -43,6 +43,10 @@ impl Engine {
                     Life::Exited { code: Some(c) } => format!("exit code {c}"),
                     _ => "exit code unknown".into(),
                 };
+                // Its last process may have been the OOM killer's victim: counted before the cgroup goes.
+                if let Some(said) = self.cg.stats(&rel).ok().and_then(|s| t.count_oom_kills(s.oom_kills)) {
+                    self.events.warn(Some(name.as_str()), said);
+                }
                 if let Err(e) = self.cg.remove(&rel) {
                     self.events.warn(Some(name.as_str()), format!("cannot remove cgroup {rel}: {e}"));
                 }
@@ -106,6 +110,9 @@ impl Engine {
                 t.count_error("cgroup stats");
                 continue;
             };
+            if let Some(said) = t.count_oom_kills(stats.oom_kills) {
+                self.events.warn(Some(name.as_str()), said);
+            }
             let prev = t.measure;
             // Say once (per episode) that some of the tenant cannot be tiered at all.
             if pinned > 0 && prev.pinned == 0 {

@@ -38,7 +38,7 @@ use tierd_core::size::human;
 use tierd_core::snapshot::{Range, Snapshot, TenantView, TierView};
 use tierd_core::tenant::TenantSpec;
 use tierd_core::waits::Step;
-use tierd_sys::cgroup::{self, MemoryController};
+use tierd_sys::cgroup::{self, AtLimit, MemoryController};
 use tierd_sys::madvise::Pidfd;
 use tierd_sys::procfs::ProcFs;
 
@@ -125,6 +125,13 @@ impl Engine {
 
     fn detached_rel(&self) -> String {
         format!("{}/detached", self.cfg.cgroup_name)
+    }
+
+    /// What a tenant's task meets at a limit reclaim cannot get under. Policy `none` is
+    /// plain Linux, OOM killer included, so the baseline stays honest; the others keep
+    /// it off so a quota (tierd's placement, not a cap worth a process) makes a fault wait.
+    fn at_limit(&self) -> AtLimit {
+        if self.cfg.policy == PolicyKind::None { AtLimit::Kill } else { AtLimit::Wait }
     }
 
     /// One pass of the control loop, each interval: measures, samples activeness,

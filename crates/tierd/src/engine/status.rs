@@ -71,6 +71,7 @@ impl Engine {
                 tracker_sample_pages: t.tracker.as_ref().map_or(0, |tr| tr.cost().sample_pages),
                 tracker_seconds: t.tracker.as_ref().map_or(0.0, |tr| tr.cost().seconds),
                 major_faults: t.measure.major_faults_total,
+                oom_kills: t.oom_kills,
                 major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
                 tier_read_bytes_per_sec: if t.is_running() { t.measure.major_faults_per_sec * 4096.0 } else { 0.0 },
                 tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },

@@ -36,9 +36,11 @@ impl Engine {
         Ok(())
     }
 
-    /// A tenant cgroup's bounds apart from its quota: the ceiling where the kernel may
-    /// kill (`tierd_core::waits::ceiling`) and the protection of what it is guaranteed.
+    /// A tenant cgroup's bounds apart from its quota: what a task meets at a limit, the
+    /// ceiling where the kernel may kill (`tierd_core::waits::ceiling`) and the
+    /// protection of what it is guaranteed.
     pub(super) fn bound(&self, rel: &str, spec: &TenantSpec) -> anyhow::Result<()> {
+        self.cg.create(rel, self.at_limit()).context("setting what a task meets at its limit")?;
         self.cg
             .set_ceiling(rel, Some(tierd_core::waits::ceiling(self.cfg.dram_budget)))
             .context("setting its ceiling")?;
@@ -53,7 +55,7 @@ impl Engine {
         footprint: u64,
     ) -> anyhow::Result<(String, Option<u64>)> {
         let rel = self.tenant_rel(&spec.name);
-        self.cg.create(&rel).with_context(|| format!("creating cgroup {rel}"))?;
+        self.cg.create(&rel, self.at_limit()).with_context(|| format!("creating cgroup {rel}"))?;
         let kept = if spec.no_tier {
             self.cg.keep_off_swap(&rel).context("keeping the new tenant off the tier")
         } else {
@@ -181,7 +183,7 @@ impl Engine {
     pub fn detach(&mut self, name: &TenantName) -> anyhow::Result<Vec<u32>> {
         let pids = self.running(name)?.pids();
         let rel = format!("{}/{}", self.detached_rel(), name);
-        self.cg.create(&rel)?;
+        self.cg.create(&rel, AtLimit::Kill)?;
         for &pid in &pids {
             self.cg.add_proc(&rel, pid).with_context(|| format!("moving PID {pid} out of tenant {name}"))?;
         }
