@@ -62,6 +62,18 @@ pub enum TierBacking {
     Loop,
 }
 
+impl FromStr for TierBacking {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(TierBacking::Auto),
+            "file" => Ok(TierBacking::File),
+            "loop" => Ok(TierBacking::Loop),
+            _ => Err(format!("unknown tier backing `{s}`: choose auto, file or loop")),
+        }
+    }
+}
+
 /// The `[tier]` table as written.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -381,6 +393,8 @@ mod tests {
         assert_eq!("none".parse::<PolicyKind>(), Ok(PolicyKind::None));
         assert_eq!("static".parse::<PolicyKind>(), Ok(PolicyKind::Static));
         assert!("lru".parse::<PolicyKind>().unwrap_err().contains("none, static or tierd"));
+        assert_eq!("loop".parse::<TierBacking>(), Ok(TierBacking::Loop));
+        assert!("zram".parse::<TierBacking>().unwrap_err().contains("auto, file or loop"));
     }
 
     /// Every accepted configuration keeps the bounds the daemon relies on.

@@ -24,6 +24,8 @@ macro_rules! crash_point {
 }
 
 pub mod api;
+pub mod ctl;
+pub mod daemon_args;
 pub mod doctor;
 pub mod engine;
 pub mod events;

@@ -1,101 +1,19 @@
 //! `tierd`: the tiering daemon. Runs in the foreground; SIGTERM or Ctrl-C stops it
 //! cleanly (limits lifted, tier swapped off and removed, tenants left running).
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
+use tierd::daemon_args::Args;
 use tierd::engine::Engine;
-use tierd_core::ByteSize;
-use tierd_core::config::{PolicyKind, RawConfig, SAMPLE_CONFIG, TierBacking};
+use tierd_core::config::{RawConfig, SAMPLE_CONFIG};
 use tierd_sys::procfs::ProcFs;
-
-/// tierd makes an NVMe device a second tier of memory for unmodified processes:
-/// it keeps hot memory in DRAM, lets cold memory live on the tier, and shares DRAM
-/// between tenants by quota. Flags override the config file.
-#[derive(Parser, Debug)]
-#[command(version, about)]
-struct Args {
-    /// TOML config file (see `--print-config` for a commented sample).
-    #[arg(long, short)]
-    config: Option<PathBuf>,
-    /// DRAM all tenants may use together, e.g. 4G (default: half the host's memory).
-    #[arg(long)]
-    dram_budget: Option<ByteSize>,
-    /// Tier bytes per DRAM byte (default 1.0, i.e. 1:1).
-    #[arg(long)]
-    ratio: Option<f64>,
-    /// Tier device or file (default: tier.swap in the state directory).
-    #[arg(long)]
-    tier: Option<PathBuf>,
-    /// Size of a file tier (default: DRAM budget x ratio).
-    #[arg(long)]
-    tier_size: Option<ByteSize>,
-    /// How a file tier reaches swap: auto (loop device), file, loop.
-    #[arg(long, value_parser = parse_backing)]
-    tier_backing: Option<TierBacking>,
-    /// Take a tier device even if it holds a filesystem signature.
-    #[arg(long)]
-    force_tier: bool,
-    /// State directory (default /var/lib/tierd).
-    #[arg(long)]
-    state_dir: Option<PathBuf>,
-    /// API socket (default /run/tierd.sock).
-    #[arg(long, env = tierd::api::SOCKET_ENV)]
-    socket: Option<PathBuf>,
-    /// Placement policy: none (plain swap), static, tierd.
-    #[arg(long)]
-    policy: Option<PolicyKind>,
-    /// Control-loop interval, e.g. 10s.
-    #[arg(long)]
-    interval: Option<String>,
-    /// How long a tenant may wait at its memory limit with no progress before the OOM
-    /// killer may act on it (default 30s).
-    #[arg(long)]
-    oom_grace: Option<String>,
-    /// Activeness window: "hot" means touched within it (default 60s).
-    #[arg(long)]
-    window: Option<String>,
-    /// Pages the tracker samples per tenant and interval at first (default 1024).
-    #[arg(long)]
-    sample_pages: Option<u32>,
-    /// Name of tierd's cgroup subtree under its own cgroup.
-    #[arg(long)]
-    cgroup_name: Option<String>,
-    /// Serve /metrics (Prometheus) and the live dashboard at / on this address, e.g.
-    /// 127.0.0.1:9464 (off by default; port 0 picks a free port).
-    #[arg(long, value_name = "ADDR")]
-    http: Option<String>,
-    /// Allow --http on a non-loopback address (it shows every tenant's figures).
-    #[arg(long)]
-    force_http: bool,
-    /// Print the commented sample config and exit.
-    #[arg(long)]
-    print_config: bool,
-    /// Validate the configuration, print it resolved, and exit.
-    #[arg(long)]
-    check: bool,
-    /// For a tierd that died and will not come back: re-adopt what it left in STATE_DIR
-    /// (give the same --config / --cgroup-name), lift every limit, swap the tier off where
-    /// DRAM can take it back, say what was done, and exit. Tenants keep running.
-    #[arg(long, value_name = "STATE_DIR")]
-    release: Option<PathBuf>,
-}
 
 /// How often tierd looks for tenants suddenly faulting from the tier.
 const WATCH: Duration = Duration::from_millis(500);
-
-fn parse_backing(s: &str) -> Result<TierBacking, String> {
-    match s {
-        "auto" => Ok(TierBacking::Auto),
-        "file" => Ok(TierBacking::File),
-        "loop" => Ok(TierBacking::Loop),
-        _ => Err(format!("unknown tier backing `{s}`: choose auto, file or loop")),
-    }
-}
 
 fn main() {
     // Crash points named in FAILPOINTS (see `tierd::crash_point!`), in test builds only.
