@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what tierd needs on a fresh Debian machine and builds it (release).
 # Idempotent: only missing packages are installed. `--with-browser` also installs
-# headless Chromium and python3, which the tests drive (the demo needs neither).
+# headless Chromium and python3, which the tests drive, and what the package check
+# uses (the demo needs none of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # redis-server: the benchmark suite's Redis tenants (tierd itself does not need it).
 tools=(mkswap:util-linux losetup:mount blkid:util-linux kill:procps curl:curl setpriv:util-linux
   redis-server:redis-server)
-[ "${1:-}" = "--with-browser" ] && tools+=(chromium:chromium python3:python3)
+# The tests also build and check the Debian package (scripts/package.sh).
+[ "${1:-}" = "--with-browser" ] && tools+=(chromium:chromium python3:python3 dpkg-deb:dpkg strip:binutils man:man-db)
 need_apt=()
 for tool in "${tools[@]}"; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_apt+=("${tool##*:}")

@@ -18,3 +18,5 @@ cargo clippy --release -p tierd --all-targets --locked --features failpoints -- 
 cargo build --release --locked -p tierd --features failpoints --target-dir target/failpoints --bin tierd
 export TIERD_REQUIRE_FAILPOINTS=1
 cargo test --release --workspace --locked
+# The Debian package: built, then its contents, binaries and man pages checked.
+bash scripts/package.sh
