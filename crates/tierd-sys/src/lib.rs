@@ -59,6 +59,38 @@ pub fn write_text(path: &Path, value: &str) -> Result<(), PathError> {
     f.write_all(value.as_bytes()).map_err(|e| PathError::new(path, e))
 }
 
+/// Creates (or truncates) a file tierd writes as root, refusing a symlink where the file
+/// should be: a link planted in the state directory must not aim tierd's writes elsewhere.
+pub fn create_no_follow(path: &Path) -> Result<std::fs::File, PathError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                PathError::new(path, io::Error::other("a symlink stands here; tierd does not write through one"))
+            }
+            _ => PathError::new(path, e),
+        })
+}
+
+/// Creates a directory (and its parents) and checks that what stands there is one, not a
+/// symlink to somewhere else.
+pub fn create_dir_no_follow(path: &Path) -> Result<(), PathError> {
+    std::fs::create_dir_all(path).map_err(|e| PathError::new(path, e))?;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            Err(PathError::new(path, io::Error::other("a symlink stands here; tierd does not write through one")))
+        }
+        Ok(_) => Ok(()),
+        Err(e) => Err(PathError::new(path, e)),
+    }
+}
+
 /// Reads a file holding one unsigned number (`max` reads as `None`).
 pub fn read_u64(path: &Path) -> Result<Option<u64>, PathError> {
     let text = read_text(path)?;

@@ -57,7 +57,7 @@ impl SavedState {
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         use std::io::Write;
         let tmp = pending_file(dir);
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = tierd_sys::create_no_follow(&tmp).map_err(|e| std::io::Error::other(e.to_string()))?;
         f.write_all(&serde_json::to_vec_pretty(self)?)?;
         f.sync_all()?;
         crate::crash_point!("save");

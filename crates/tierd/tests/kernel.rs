@@ -285,6 +285,20 @@ fn bad_inputs_get_clear_errors_and_change_nothing() {
     let mut line = String::new();
     std::io::BufReader::new(&s).read_line(&mut line).unwrap();
     assert!(line.contains("\"ok\":false") && line.contains("must start with a letter"), "{line}");
+    // A symlink planted where tierd writes a tenant's output is refused, not followed.
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let logs = d.state_dir().join("tenants");
+    std::os::unix::fs::symlink(outside.path(), logs.join("linked")).unwrap();
+    std::fs::create_dir(logs.join("planted")).unwrap();
+    std::os::unix::fs::symlink(&victim, logs.join("planted/stdout")).unwrap();
+    for name in ["linked", "planted"] {
+        let e = refused(&d, &["run", "--name", name, "--", "true"]);
+        assert!(e.contains("a symlink stands here"), "{name}: {e}");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "nothing written through the link");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1, "nothing created through the link");
 
     let st = d.status();
     assert!(st["tenants"].as_array().unwrap().is_empty(), "nothing was admitted: {st:#}");

@@ -12,7 +12,7 @@ impl Engine {
         create_private_dir(&cfg.state_dir)?;
         create_private_dir(&cfg.state_dir.join("tenants"))?;
         let lock_path = cfg.state_dir.join("lock");
-        let lock = File::create(&lock_path).with_context(|| format!("{}", lock_path.display()))?;
+        let lock = tierd_sys::create_no_follow(&lock_path)?;
         if lock.try_lock().is_err() {
             bail!(
                 "another tierd is using the state directory {}; stop it or pick another --state-dir",

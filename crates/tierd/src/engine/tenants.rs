@@ -85,9 +85,9 @@ impl Engine {
         let (rel, quota) = self.prepare_cgroup(&spec, 0)?;
         let logs = self.cfg.state_dir.join("tenants").join(spec.name.as_str());
         let spawned = (|| -> anyhow::Result<std::process::Child> {
-            std::fs::create_dir_all(&logs)?;
-            let stdout = File::create(logs.join("stdout"))?;
-            let stderr = File::create(logs.join("stderr"))?;
+            tierd_sys::create_dir_no_follow(&logs)?;
+            let stdout = tierd_sys::create_no_follow(&logs.join("stdout"))?;
+            let stderr = tierd_sys::create_no_follow(&logs.join("stderr"))?;
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..]).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
             cmd.current_dir(cwd.clone().unwrap_or_else(|| PathBuf::from("/")));
