@@ -11,6 +11,8 @@ bash scripts/guest.sh
 # The guest that runs tierd itself on Debian's 6.12 kernel with cgroup v2 (tests/guests.rs).
 bash scripts/guest-host.sh
 export TIERD_REQUIRE_GUEST=1
+# The huge-page tests fail, rather than skip, on a host without transparent huge pages.
+export TIERD_REQUIRE_THP=1
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets --locked -- -D warnings
 cargo clippy --release -p tierd --all-targets --locked --features failpoints -- -D warnings

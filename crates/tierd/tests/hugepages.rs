@@ -37,6 +37,10 @@ fn reports(d: &Daemon, name: &str) -> Vec<Value> {
 fn thp_available() -> bool {
     let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     let on = !mode.contains("[never]") && !mode.is_empty();
+    // CI sets TIERD_REQUIRE_THP: there a host without THP fails the test, never passes it.
+    if !on && std::env::var_os("TIERD_REQUIRE_THP").is_some() {
+        panic!("transparent huge pages are off on this host ({}) and TIERD_REQUIRE_THP is set", mode.trim());
+    }
     if !on {
         eprintln!("skipped: transparent huge pages are off on this host ({})", mode.trim());
     }
@@ -59,17 +63,21 @@ fn a_thp_tenant_is_measured_and_keeps_its_hot_set_on_huge_pages() {
         &["--size", "1G"],
         &["--size", "1G", "--hot", "256M", "--thp", "--duration", "60s", "--json", "--report", "2s"],
     );
-    std::thread::sleep(Duration::from_secs(35));
+    // Filled, then a whole 16 s window of estimates.
+    d.wait_filled("w", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(16));
     let mut readings = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..5 {
         let t = d.tenant("w");
         readings.push(t["active_bytes"].as_u64().unwrap_or(0) as f64 / MIB_F);
         std::thread::sleep(Duration::from_secs(3));
     }
-    // Whole huge pages are a coarser sample than 4-page runs: ±25% here.
-    for a in &readings {
-        assert!((a / 256.0 - 1.0).abs() <= 0.25, "estimate {a:.0} MiB vs hot set 256 MiB: {readings:?}");
-    }
+    // Whole huge pages are a coarser sample than 4-page runs: ±25% here, on the median
+    // (each reading rests on one batch of samples).
+    let mut sorted = readings.clone();
+    sorted.sort_by(f64::total_cmp);
+    let a = sorted[2];
+    assert!((a / 256.0 - 1.0).abs() <= 0.25, "estimate {a:.0} MiB (median) vs hot set 256 MiB: {readings:?}");
     let t = d.tenant("w");
     let huge = t["huge_bytes"].as_u64().unwrap() as f64 / MIB_F;
     // The cgroup's count, at one instant: a few hot pages are split while sampled.
