@@ -35,6 +35,30 @@ pub enum AtLimit {
     Wait,
 }
 
+/// How far a wake raises the limit of a cgroup whose tasks wait at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// A page above the limit: the least that wakes the waiters (a v1 group, whose
+    /// raised limit is not written back: more would drift the budget up).
+    Page,
+    /// Room above what the cgroup holds: 16 MiB or a sixteenth of it, whichever is more.
+    /// A wait means reclaim fails there, and a charge the kernel makes outside the task's
+    /// own fault would fail at once (v1: `ENOMEM`); the next quota write takes it back.
+    Room,
+}
+
+impl Wake {
+    const ROOM: u64 = 16 << 20;
+
+    /// The new limit for a cgroup holding `held` under `limit`.
+    pub fn limit(self, held: u64, limit: u64) -> u64 {
+        match self {
+            Wake::Page => limit.max(held) + 4096,
+            Wake::Room => held + Self::ROOM.max(held / 16),
+        }
+    }
+}
+
 /// A cgroup's memory figures, in bytes (faults are counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryStats {
@@ -134,10 +158,10 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn waiting_at_limit(&self, _rel: &str) -> Result<bool, CgroupError> {
         Ok(false)
     }
-    /// Wakes the tasks waiting at the limit to try reclaim again: v1 raises the limit
-    /// by a page (what wakes them), v2 gives room above what the cgroup holds. Returns
-    /// the limit now in force when it was raised.
-    fn release_waiters(&self, _rel: &str) -> Result<Option<u64>, CgroupError> {
+    /// Wakes the tasks waiting at the limit to try reclaim again by raising it as
+    /// `wake` says (v1 `memory.limit_in_bytes`, v2 `memory.high` within `memory.max`).
+    /// Returns the limit now in force when it was raised.
+    fn release_waiters(&self, _rel: &str, _wake: Wake) -> Result<Option<u64>, CgroupError> {
         Ok(None)
     }
     /// Lets the kernel's OOM killer act in the cgroup (`true`) or keeps it off, so a

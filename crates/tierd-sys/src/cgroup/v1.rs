@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    AtLimit, CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir,
+    AtLimit, CgroupError, MemoryController, MemoryStats, Version, Wake, inside, make_dir, read_procs, remove_dir,
     task_sleeps_in,
 };
 use crate::{read_text, read_u64, write_text};
@@ -156,14 +156,12 @@ impl MemoryController for V1 {
         Ok(stat_map(&text).get("under_oom").is_some_and(|&v| v > 0) && self.task_waits(&dir))
     }
 
-    fn release_waiters(&self, rel: &str) -> Result<Option<u64>, CgroupError> {
-        // Only a raised limit (or memory uncharged) wakes the waiters; a page is enough,
-        // and the next quota write puts the planned value back.
+    fn release_waiters(&self, rel: &str, wake: Wake) -> Result<Option<u64>, CgroupError> {
+        // Only a raised limit (or memory uncharged) wakes the waiters.
         let dir = inside(&self.base, rel)?;
-        match self.limit(&dir)? {
-            Some(l) => self.write_limit(&dir, Some(l + 4096)).map(|()| Some(l + 4096)),
-            None => Ok(None),
-        }
+        let Some(limit) = self.limit(&dir)? else { return Ok(None) };
+        let raised = wake.limit(self.usage(&dir)?, limit);
+        self.write_limit(&dir, Some(raised)).map(|()| Some(raised))
     }
 
     fn set_oom_killer(&self, rel: &str, on: bool) -> Result<(), CgroupError> {
@@ -274,8 +272,11 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         std::fs::write(c.base().join("tierd/memory.oom_control"), "oom_kill_disable 1\nunder_oom 1\n").unwrap();
         assert!(c.waiting_at_limit("tierd").unwrap(), "a group waits when a task below it does");
         c.set_limit("tierd/db", Some(256 << 20)).unwrap();
-        c.release_waiters("tierd/db").unwrap();
+        c.release_waiters("tierd/db", Wake::Page).unwrap();
         assert_eq!(c.stats("tierd/db").unwrap().limit, Some((256 << 20) + 4096), "raised by a page");
+        // Room above what it holds (the fixture's 3 MB): 16 MiB, a sixteenth being less.
+        assert_eq!(c.release_waiters("tierd/db", Wake::Room).unwrap(), Some(3_000_000 + (16 << 20)));
+        assert_eq!(c.stats("tierd/db").unwrap().limit, Some(3_000_000 + (16 << 20)));
         c.set_oom_killer("tierd/db", true).unwrap();
         assert_eq!(std::fs::read_to_string(&oom).unwrap(), "0", "after the grace, the OOM killer may act");
         c.set_oom_killer("tierd/db", false).unwrap();

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{
-    AtLimit, CgroupError, MemoryController, MemoryStats, Version, inside, make_dir, read_procs, remove_dir,
+    AtLimit, CgroupError, MemoryController, MemoryStats, Version, Wake, inside, make_dir, read_procs, remove_dir,
     task_sleeps_in,
 };
 use crate::{read_text, read_u64, write_text};
@@ -28,7 +28,7 @@ pub const SUPERVISOR: &str = "supervisor";
 /// The kernel function a v2 task sleeps in while `memory.high` throttles it.
 const THROTTLE_WAIT: &str = "mem_cgroup_handle_over_high";
 
-/// Room given above what a throttled tenant holds: at least this, or a sixteenth of it.
+/// Headroom a ceiling keeps above what a tenant holds when it is set.
 const ROOM: u64 = 16 << 20;
 
 #[derive(Debug)]
@@ -120,12 +120,12 @@ impl MemoryController for V2 {
         Ok(over && task_sleeps_in(&dir, "cgroup.threads", &self.proc_root, THROTTLE_WAIT))
     }
 
-    /// Room above what it holds, within its ceiling; the next quota write takes it back.
-    fn release_waiters(&self, rel: &str) -> Result<Option<u64>, CgroupError> {
+    /// Raised within its ceiling; the next quota write takes it back.
+    fn release_waiters(&self, rel: &str, wake: Wake) -> Result<Option<u64>, CgroupError> {
         let dir = inside(&self.base, rel)?;
         let held = self.current(&dir)?;
         let ceiling = read_u64(&dir.join("memory.max"))?.unwrap_or(u64::MAX);
-        let high = (held + ROOM.max(held / 16)).min(ceiling);
+        let high = wake.limit(held, read_u64(&dir.join("memory.high"))?.unwrap_or(held)).min(ceiling);
         self.set_limit(rel, Some(high))?;
         Ok(Some(high))
     }
@@ -272,10 +272,10 @@ mod tests {
         c.set_limit("tierd/db", Some(2_000_000)).unwrap();
         assert!(!c.waiting_at_limit("tierd/db").unwrap(), "over, but nobody throttled");
 
-        assert_eq!(c.release_waiters("tierd/db").unwrap(), Some(3_000_000 + ROOM));
+        assert_eq!(c.release_waiters("tierd/db", Wake::Room).unwrap(), Some(3_000_000 + ROOM));
         assert_eq!(read(&c, "memory.high"), (3_000_000 + ROOM).to_string());
         std::fs::write(c.base().join("tierd/db/memory.max"), "4000000\n").unwrap();
-        assert_eq!(c.release_waiters("tierd/db").unwrap(), Some(4_000_000), "room ends at the ceiling");
+        assert_eq!(c.release_waiters("tierd/db", Wake::Room).unwrap(), Some(4_000_000), "room ends at the ceiling");
         c.set_oom_killer("tierd/db", true).unwrap();
         assert_eq!(read(&c, "memory.max"), "3000000", "pinned where it is: its next charge fails in its own cgroup");
     }

@@ -21,7 +21,9 @@ impl Engine {
         let group = self.group_rel();
         let v2 = self.cg.version() == cgroup::Version::V2;
         if self.cg.waiting_at_limit(&group).unwrap_or(false) {
-            match self.cg.release_waiters(&group) {
+            // v1's group keeps a page: its raised limit is not written back (see below).
+            let wake = if v2 { cgroup::Wake::Room } else { cgroup::Wake::Page };
+            match self.cg.release_waiters(&group, wake) {
                 // v2's room is recorded, so the next pass writes the planned limit back
                 // (v1's page is left: writing it back would reclaim where reclaim fails).
                 Ok(raised) if v2 => self.group_limit = raised.or(self.group_limit),
@@ -41,7 +43,7 @@ impl Engine {
             }
             let msg = match step {
                 Step::Nothing => None,
-                Step::Wake { log } => match self.cg.release_waiters(&rel) {
+                Step::Wake { log } => match self.cg.release_waiters(&rel, cgroup::Wake::Room) {
                     Ok(raised) => {
                         // Recorded, so the next pass writes the planned quota back.
                         t.quota = raised.or(t.quota);
@@ -51,9 +53,13 @@ impl Engine {
                                  at once",
                                 human(room)
                             ),
-                            _ => format!(
+                            (false, Some(room)) => format!(
                                 "waited at its quota {quota}: reclaim made no progress (the kernel would have killed \
-                                 it); woken to try again"
+                                 it); given room up to {} at once",
+                                human(room)
+                            ),
+                            (_, None) => format!(
+                                "waited at its quota {quota}: reclaim made no progress; it has no limit to raise"
                             ),
                         })
                     }
