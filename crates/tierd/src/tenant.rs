@@ -127,6 +127,9 @@ pub struct Tenant {
     pub child: Option<Child>,
     /// The quota applied now.
     pub quota: Option<u64>,
+    /// The limit a wake raised above the quota (see `Engine::release_waiters`), until
+    /// the next quota write takes it back.
+    pub room: Option<u64>,
     pub reason: String,
     pub decisions: VecDeque<Decision>,
     /// Failed operations, by name.
@@ -194,6 +197,7 @@ impl Tenant {
             shortfall: Default::default(),
             short_secs: None,
             oom_kills: 0,
+            room: None,
             waits: Default::default(),
             laid_out: Default::default(),
             relayout_tally: (0, 0),
@@ -226,6 +230,11 @@ impl Tenant {
 
     pub fn is_running(&self) -> bool {
         self.life == Life::Running
+    }
+
+    /// The limit in force: the quota, or the room a wake gave above it.
+    pub fn limit_in_force(&self) -> Option<u64> {
+        self.room.or(self.quota)
     }
 
     /// Takes its cgroup's count of OOM-killed processes; says what is new.

@@ -114,7 +114,7 @@ impl Engine {
     /// Whether the plan lowers the tenant's quota (`None`: no such running tenant).
     pub(super) fn falling(&self, tp: &TenantPlan) -> Option<bool> {
         let t = self.tenants.get(&tp.name).filter(|t| t.is_running())?;
-        Some(quota_change(t.quota, tp.quota).1)
+        Some(quota_change(t.limit_in_force(), tp.quota).1)
     }
 
     /// Carries out one tenant's plan: its quota (a falling one after its demotions, so
@@ -130,7 +130,7 @@ impl Engine {
         }
         // A falling quota's demotions go first, so the regions the plan chose
         // reach the tier whole before the kernel reclaims page by page at the cut.
-        let (changed, falling) = quota_change(t.quota, tp.quota);
+        let (changed, falling) = quota_change(t.limit_in_force(), tp.quota);
         let mut told = false;
         let (early, limit) = match cut {
             Some(c) => (Some(c.early), Some(c.limit)),
@@ -153,6 +153,7 @@ impl Engine {
                     };
                     let msg = format!("quota {} → {}: {}", show_quota(t.quota), show_quota(tp.quota), tp.reason);
                     t.quota = tp.quota;
+                    t.room = None;
                     t.reason = tp.reason.clone();
                     if notable {
                         t.decide(now, msg.clone());
@@ -181,6 +182,7 @@ impl Engine {
                                 tp.reason
                             );
                             t.quota = Some(p);
+                            t.room = None;
                             t.reason = tp.reason.clone();
                             t.decide(now, msg.clone());
                             self.events.decision(Some(tp.name.as_str()), msg);

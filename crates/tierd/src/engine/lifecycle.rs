@@ -209,6 +209,7 @@ impl Engine {
             }
             if let Some(t) = self.tenants.get_mut(name) {
                 t.quota = None;
+                t.room = None;
             }
         }
         running

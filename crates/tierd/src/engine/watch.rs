@@ -43,25 +43,12 @@ impl Engine {
             }
             let msg = match step {
                 Step::Nothing => None,
-                Step::Wake { log } => match self.cg.release_waiters(&rel, cgroup::Wake::Room) {
+                // Once the OOM killer may act, a page: room would undo the pinned limit.
+                Step::Wake { log } => match self.cg.release_waiters(&rel, wake_for(&t.waits)) {
                     Ok(raised) => {
-                        // Recorded, so the next pass writes the planned quota back.
-                        t.quota = raised.or(t.quota);
-                        log.then(|| match (v2, raised) {
-                            (true, Some(room)) => format!(
-                                "throttled at its quota {quota} with reclaim making no progress: given room up to {} \
-                                 at once",
-                                human(room)
-                            ),
-                            (false, Some(room)) => format!(
-                                "waited at its quota {quota}: reclaim made no progress (the kernel would have killed \
-                                 it); given room up to {} at once",
-                                human(room)
-                            ),
-                            (_, None) => format!(
-                                "waited at its quota {quota}: reclaim made no progress; it has no limit to raise"
-                            ),
-                        })
+                        // Recorded apart from the quota, so the next pass writes the quota back.
+                        t.room = raised.or(t.room);
+                        log.then(|| woken(v2, &quota, raised))
                     }
                     Err(e) => log.then(|| format!("waits at its quota and cannot be woken: {e}")),
                 },
@@ -70,6 +57,7 @@ impl Engine {
                 // would pick among all tenants); that wakes the waiters too.
                 Step::GiveUp => Some(
                     match pin_limit(self.cg.as_ref(), &rel, &mut t.quota)
+                        .inspect(|()| t.room = None)
                         .and_then(|()| self.cg.set_oom_killer(&rel, true))
                     {
                         Ok(()) => format!(
@@ -152,6 +140,28 @@ impl Engine {
     }
 }
 
+/// How far a tenant's wake raises its limit: room, unless the OOM killer was let act
+/// on it (its limit pinned at what it holds, which room would undo).
+fn wake_for(waits: &tierd_core::waits::Waits) -> cgroup::Wake {
+    if waits.gave_up { cgroup::Wake::Page } else { cgroup::Wake::Room }
+}
+
+/// What a woken tenant's event says: v2 throttled it, v1 let it wait (and would have killed it).
+fn woken(v2: bool, quota: &str, raised: Option<u64>) -> String {
+    match (v2, raised) {
+        (true, Some(room)) => format!(
+            "throttled at its quota {quota} with reclaim making no progress: given room up to {} at once",
+            human(room)
+        ),
+        (false, Some(room)) => format!(
+            "waited at its quota {quota}: reclaim made no progress (the kernel would have killed it); given room up \
+             to {} at once",
+            human(room)
+        ),
+        (_, None) => format!("waited at its quota {quota}: reclaim made no progress; it has no limit to raise"),
+    }
+}
+
 /// Sets a cgroup's limit to what it holds now and records it as its quota (so the next
 /// plan's write, whatever it is, counts as a change and is applied).
 pub(super) fn pin_limit(
@@ -163,4 +173,28 @@ pub(super) fn pin_limit(
     cg.set_limit(rel, Some(held))?;
     *quota = Some(held);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_woken_tenant_is_told_the_room_it_got() {
+        let v1 = woken(false, "192 MiB", Some(208 << 20));
+        assert!(
+            v1.starts_with("waited at its quota 192 MiB") && v1.ends_with("given room up to 208 MiB at once"),
+            "{v1}"
+        );
+        assert!(woken(true, "64 MiB", Some(80 << 20)).starts_with("throttled at its quota 64 MiB"));
+        assert!(woken(false, "unlimited", None).ends_with("no limit to raise"));
+    }
+
+    #[test]
+    fn a_tenant_left_to_the_oom_killer_gets_a_page_not_room() {
+        let mut w = tierd_core::waits::Waits::default();
+        assert_eq!(wake_for(&w), cgroup::Wake::Room);
+        w.gave_up = true;
+        assert_eq!(wake_for(&w), cgroup::Wake::Page);
+    }
 }
