@@ -71,11 +71,13 @@ pub fn create_no_follow(path: &Path) -> Result<std::fs::File, PathError> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => {
-                PathError::new(path, io::Error::other("a symlink stands here; tierd does not write through one"))
-            }
+            Some(libc::ELOOP) => symlink_refused(path),
             _ => PathError::new(path, e),
         })
+}
+
+fn symlink_refused(path: &Path) -> PathError {
+    PathError::new(path, io::Error::other("a symlink stands here; tierd does not write through one"))
 }
 
 /// Creates a directory (and its parents) and checks that what stands there is one, not a
@@ -83,9 +85,7 @@ pub fn create_no_follow(path: &Path) -> Result<std::fs::File, PathError> {
 pub fn create_dir_no_follow(path: &Path) -> Result<(), PathError> {
     std::fs::create_dir_all(path).map_err(|e| PathError::new(path, e))?;
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => {
-            Err(PathError::new(path, io::Error::other("a symlink stands here; tierd does not write through one")))
-        }
+        Ok(m) if m.file_type().is_symlink() => Err(symlink_refused(path)),
         Ok(_) => Ok(()),
         Err(e) => Err(PathError::new(path, e)),
     }

@@ -232,6 +232,12 @@ impl Tenant {
         self.life == Life::Running
     }
 
+    /// Records a quota just written to its cgroup; the write took back any room a wake gave.
+    pub fn quota_written(&mut self, quota: Option<u64>) {
+        self.quota = quota;
+        self.room = None;
+    }
+
     /// The limit in force: the quota, or the room a wake gave above it.
     pub fn limit_in_force(&self) -> Option<u64> {
         self.room.or(self.quota)

@@ -152,8 +152,7 @@ impl Engine {
                         _ => true,
                     };
                     let msg = format!("quota {} → {}: {}", show_quota(t.quota), show_quota(tp.quota), tp.reason);
-                    t.quota = tp.quota;
-                    t.room = None;
+                    t.quota_written(tp.quota);
                     t.reason = tp.reason.clone();
                     if notable {
                         t.decide(now, msg.clone());
@@ -181,8 +180,7 @@ impl Engine {
                                 show_quota(tp.quota),
                                 tp.reason
                             );
-                            t.quota = Some(p);
-                            t.room = None;
+                            t.quota_written(Some(p));
                             t.reason = tp.reason.clone();
                             t.decide(now, msg.clone());
                             self.events.decision(Some(tp.name.as_str()), msg);

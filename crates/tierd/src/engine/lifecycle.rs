@@ -104,8 +104,9 @@ impl Engine {
                     self.events.info(Some(name.as_str()), "exited while tierd was down (exit code unknown)");
                 } else {
                     self.events.info(Some(name.as_str()), format!("re-adopted, pids {:?}", t.pids()));
-                    // The budget may have changed since.
-                    if let Err(e) = self.bound(&rel, &t.spec) {
+                    // The budget, or the policy (what a task meets at a limit), may have changed since.
+                    let bounded = self.cg.create(&rel, self.at_limit()).map_err(anyhow::Error::from);
+                    if let Err(e) = bounded.and_then(|()| self.bound(&rel, &t.spec)) {
                         self.events.warn(Some(name.as_str()), format!("{e:#}"));
                     }
                 }
@@ -208,8 +209,7 @@ impl Engine {
                 self.events.warn(Some(name.as_str()), format!("cannot lift quota: {e}"));
             }
             if let Some(t) = self.tenants.get_mut(name) {
-                t.quota = None;
-                t.room = None;
+                t.quota_written(None);
             }
         }
         running

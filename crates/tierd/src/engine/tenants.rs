@@ -36,11 +36,9 @@ impl Engine {
         Ok(())
     }
 
-    /// A tenant cgroup's bounds apart from its quota: what a task meets at a limit, the
-    /// ceiling where the kernel may kill (`tierd_core::waits::ceiling`) and the
-    /// protection of what it is guaranteed.
+    /// A tenant cgroup's bounds apart from its quota: the ceiling where the kernel may
+    /// kill (`tierd_core::waits::ceiling`) and the protection of what it is guaranteed.
     pub(super) fn bound(&self, rel: &str, spec: &TenantSpec) -> anyhow::Result<()> {
-        self.cg.create(rel, self.at_limit()).context("setting what a task meets at its limit")?;
         self.cg
             .set_ceiling(rel, Some(tierd_core::waits::ceiling(self.cfg.dram_budget)))
             .context("setting its ceiling")?;

@@ -55,19 +55,16 @@ impl Engine {
                 // Its own limit pinned at what it holds, the next charge fails in its own
                 // group, where the OOM killer is let act (at the group limit the kernel
                 // would pick among all tenants); that wakes the waiters too.
-                Step::GiveUp => Some(
-                    match pin_limit(self.cg.as_ref(), &rel, &mut t.quota)
-                        .inspect(|()| t.room = None)
-                        .and_then(|()| self.cg.set_oom_killer(&rel, true))
-                    {
+                Step::GiveUp => {
+                    Some(match pin_limit(self.cg.as_ref(), &rel, t).and_then(|()| self.cg.set_oom_killer(&rel, true)) {
                         Ok(()) => format!(
                             "waited at its quota {quota} for {grace:.0} s with reclaim making no progress and the tier \
                              full: it holds {held}, more than DRAM and the tier can take; the kernel's OOM killer may now \
                              act on it"
                         ),
                         Err(e) => format!("waited {grace:.0} s at its quota and the OOM killer cannot be let act: {e}"),
-                    },
-                ),
+                    })
+                }
                 Step::Recovered => {
                     let _ = self.cg.set_oom_killer(&rel, false);
                     let _ = self.cg.set_ceiling(&rel, Some(tierd_core::waits::ceiling(self.cfg.dram_budget)));
@@ -164,14 +161,10 @@ fn woken(v2: bool, quota: &str, raised: Option<u64>) -> String {
 
 /// Sets a cgroup's limit to what it holds now and records it as its quota (so the next
 /// plan's write, whatever it is, counts as a change and is applied).
-pub(super) fn pin_limit(
-    cg: &dyn MemoryController,
-    rel: &str,
-    quota: &mut Option<u64>,
-) -> Result<(), cgroup::CgroupError> {
+pub(super) fn pin_limit(cg: &dyn MemoryController, rel: &str, t: &mut Tenant) -> Result<(), cgroup::CgroupError> {
     let held = cg.stats(rel)?.usage;
     cg.set_limit(rel, Some(held))?;
-    *quota = Some(held);
+    t.quota_written(Some(held));
     Ok(())
 }
 
