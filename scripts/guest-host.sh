@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the guests that run tierd itself on kernels other than the host's: Debian's
 # 6.12 (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU) and 6.1 (no PAGEMAP_SCAN),
-# each with busybox, util-linux's mkswap and blkid, and static tierd, tierctl and
-# tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk (the tier is
-# the virtual disk /dev/vda, a real block device), runs scripts/guest-check.sh and
-# powers off; crates/tierd/tests/guests.rs boots them.
+# each with busybox, util-linux's mkswap and blkid, dmsetup, and static tierd, tierctl
+# and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk (the tier
+# is the virtual disk /dev/vda, a real block device) and device-mapper, runs
+# scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
+# tierd.check=fault) and powers off; crates/tierd/tests/guests.rs boots them.
 #
 #   scripts/guest-host.sh             # -> target/guest/host-{6.12,6.1}/{vmlinuz,initrd.img}
 #   scripts/guest-host.sh 6.12        # one of them
@@ -45,18 +46,19 @@ for b in tierd tierctl tierd-bench; do
   cp "target/static/x86_64-unknown-linux-gnu/release/$b" "$root/bin/$b"
 done
 # util-linux's mkswap and blkid, as a host has them (busybox's mkswap lacks -f, and it
-# has no blkid), with the libraries they load.
-for b in mkswap blkid; do
+# has no blkid), and dmsetup (the fault check's failing tier), with the libraries they load.
+for b in mkswap blkid dmsetup; do
   bin=$(command -v "$b")
-  cp "$bin" "$root/bin/$b.util-linux"
+  cp "$bin" "$root/bin/$b.host"
   for lib in $(ldd "$bin" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}'); do
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"
   done
 done
-# virtio_blk and, where they are modules (6.1), what it needs, in load order.
+# virtio_blk and, where they are modules (6.1), what it needs, in load order; then
+# device-mapper with its delay target.
 n=0
-for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk; do
+for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk dm-mod dm-delay; do
   module=$(find "$out/dl/$kernel/lib/modules" -name "$name.ko*" | head -1)
   [ -n "$module" ] || continue
   n=$((n + 1))
@@ -66,11 +68,12 @@ for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virti
   esac
 done
 cp scripts/guest-check.sh "$root/bin/guest-check"
+cp scripts/guest-fault.sh "$root/bin/guest-fault"
 cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
-for b in mkswap blkid; do ln -sf "$b.util-linux" "/bin/$b"; done
+for b in mkswap blkid dmsetup; do ln -sf "$b.host" "/bin/$b"; done
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
@@ -78,7 +81,10 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 # As systemd does on a host: the root hands the memory controller to its children.
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 for m in /lib/modules/*.ko; do insmod "$m"; done
-sh /bin/guest-check
+case " $(cat /proc/cmdline) " in
+  *" tierd.check=fault "*) sh /bin/guest-fault ;;
+  *) sh /bin/guest-check ;;
+esac
 poweroff -f
 INIT
 chmod +x "$root/init"

@@ -76,6 +76,8 @@ pub struct HostFigures {
     pub oom_grace_secs: f64,
     /// The tier was drained (`tierctl tier drain`): nothing is tiered.
     pub tier_drained: bool,
+    /// Swap I/O errors on the tier device.
+    pub tier_faults: crate::tier_faults::TierFaults,
 }
 
 /// One health check: its colour, what it saw and, when not green, what to do.
@@ -124,6 +126,19 @@ pub fn checks(h: &HostFigures) -> Vec<Check> {
             Colour::Yellow,
             "the tier is drained: nothing is tiered, and tenants share DRAM alone".into(),
             "restart tierd with the new tier (its tenants are re-adopted and keep running)",
+        ));
+    }
+    if h.tier_faults.failing() {
+        out.push(check(
+            "tier_device",
+            Colour::Red,
+            format!(
+                "the tier device is failing: {} (the kernel's log); nothing more is put on it",
+                h.tier_faults.describe()
+            ),
+            "replace the device. A page that could not be written stays in DRAM; a page that cannot be read \
+             back ends the process that touches it (SIGBUS). While reads still work, `tierctl tier drain` brings \
+             the tier back into DRAM; then restart tierd with a new tier",
         ));
     }
     if let Some(why) = &h.throttled {
@@ -243,7 +258,13 @@ mod tests {
         assert_eq!(errs.colour, Colour::Yellow);
         assert!(errs.message.contains("db (3)"), "{}", errs.message);
         assert!(c.iter().any(|c| c.name == "demotion" && c.colour == Colour::Yellow));
-        assert!(c.iter().all(|c| c.name != "tier"), "a tier in use is not news");
+        assert!(c.iter().all(|c| c.name != "tier" && c.name != "tier_device"), "a tier in use is not news");
+        let faults = crate::tier_faults::TierFaults { read_errors: 2, write_errors: 0 };
+        let failing = checks(&HostFigures { dram_budget: 1000, tier_faults: faults, ..HostFigures::default() });
+        let device = failing.iter().find(|c| c.name == "tier_device").expect("a failing tier is shown");
+        assert_eq!(device.colour, Colour::Red);
+        assert!(device.message.contains("at least 2 failed reads"), "{device:?}");
+        assert!(device.advice.as_deref().unwrap().contains("SIGBUS"), "{device:?}");
         let drained = checks(&HostFigures { dram_budget: 1000, tier_drained: true, ..HostFigures::default() });
         let tier = drained.iter().find(|c| c.name == "tier").expect("a drained tier is shown");
         assert_eq!(tier.colour, Colour::Yellow);

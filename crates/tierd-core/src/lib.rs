@@ -18,6 +18,7 @@ pub mod policy;
 pub mod size;
 pub mod snapshot;
 pub mod tenant;
+pub mod tier_faults;
 pub mod tlb;
 pub mod vm;
 pub mod waits;

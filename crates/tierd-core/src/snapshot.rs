@@ -104,6 +104,9 @@ pub struct TierView {
     /// The tier was drained (`tierctl tier drain`) and is off: nothing can be tiered.
     #[serde(default)]
     pub drained: bool,
+    /// Swap I/O errors on the tier: once there is one, nothing more goes onto it.
+    #[serde(default)]
+    pub faults: crate::tier_faults::TierFaults,
 }
 
 /// One tenant as measured.

@@ -239,7 +239,7 @@ impl Engine {
             read_bytes_per_sec: traffic.read_bytes_per_sec,
             write_bytes_per_sec: traffic.write_bytes_per_sec,
             utilization: traffic.utilization,
-            drained: false,
+            ..TierView::default()
         };
         for et in &mut self.tenants {
             et.short_secs = et.shortfall.observe(now, et.predicted, &et.activity, self.settings.knobs.shortfall);

@@ -32,6 +32,10 @@ pub fn is_block_device(path: &Path) -> bool {
     std::fs::metadata(path).map(|m| m.file_type().is_block_device()).unwrap_or(false)
 }
 
+pub fn is_char_device(path: &Path) -> bool {
+    std::fs::metadata(path).map(|m| m.file_type().is_char_device()).unwrap_or(false)
+}
+
 /// Puts a loop device over `file` with direct I/O (no second copy in the page cache).
 pub fn loop_attach(file: &Path) -> Result<PathBuf, BlockError> {
     let dev = run(Command::new("losetup").args(["--find", "--show", "--direct-io=on"]).arg(file))?;
@@ -121,10 +125,24 @@ pub fn device_size(path: &Path) -> Result<u64, BlockError> {
     Ok(size)
 }
 
-/// The kernel name (`vda`, `loop3`) of a block device node, for `/proc/diskstats`.
-pub fn kernel_name(dev: &Path) -> Option<String> {
-    let canon = std::fs::canonicalize(dev).ok()?;
-    Some(canon.file_name()?.to_string_lossy().to_string())
+/// The kernel name (`vda`, `loop3`, `dm-0`) of a block device node, for `/proc/diskstats`:
+/// by its device number, as a node's own name (`/dev/mapper/tier`) need not be the kernel's.
+pub fn kernel_name(sys_root: &Path, dev: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let rdev = std::fs::metadata(dev).ok()?.rdev();
+    let link = std::fs::read_link(sys_root.join(format!("dev/block/{}:{}", libc::major(rdev), libc::minor(rdev))));
+    match link {
+        Ok(l) => Some(l.file_name()?.to_string_lossy().to_string()),
+        Err(_) => Some(std::fs::canonicalize(dev).ok()?.file_name()?.to_string_lossy().to_string()),
+    }
+}
+
+/// The device number (`major`, `minor`) of the disk the kernel calls `name`, as the
+/// kernel's messages about it print it.
+pub fn device_number(sys_root: &Path, name: &str) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(sys_root.join("class/block").join(name).join("dev")).ok()?;
+    let (major, minor) = text.trim().split_once(':')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 /// The kernel name of the block device holding `file` (its filesystem's device).

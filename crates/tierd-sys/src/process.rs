@@ -37,6 +37,10 @@ pub fn spawn_in_cgroup(cmd: &mut Command, procs_file: &Path) -> io::Result<Child
     cmd.spawn()
 }
 
+/// The exit code a shell reports for a process ended by `SIGBUS`: what the kernel sends
+/// a process whose page could not be read back from swap.
+pub const EXIT_BY_SIGBUS: i32 = 128 + libc::SIGBUS;
+
 /// Sends `signal` to `pid`.
 pub fn kill(pid: u32, signal: i32) -> io::Result<()> {
     // SAFETY: kill takes plain integers.

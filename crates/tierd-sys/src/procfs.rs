@@ -256,18 +256,20 @@ pub struct DiskStats {
     pub io_ms: u64,
 }
 
-/// Reads needed before their mean time says anything: the kernel reports the total
-/// read time in whole milliseconds, so over N reads the mean is off by up to 1 ms / N.
-/// Two reads in an interval read as 500 µs each, and that "red" latency throttled
-/// demotion on an idle tier.
+/// Reads (or milliseconds of reading) needed before their mean time says anything: the
+/// kernel reports the total read time in whole milliseconds, so over N reads the mean is
+/// off by up to 1 ms / N. Two reads in an interval read as 500 µs each, and that "red"
+/// latency throttled demotion on an idle tier. A few reads that took 32 ms or more in
+/// all are timed well enough: a device gone slow does no more than a few per interval.
 pub const MIN_TIMED_READS: u64 = 32;
 
 impl DiskStats {
-    /// Mean read latency in µs between `earlier` and these counters; `None` with fewer
-    /// than [`MIN_TIMED_READS`] reads between them (too few to time).
+    /// Mean read latency in µs between `earlier` and these counters; `None` when too
+    /// few reads to time (see [`MIN_TIMED_READS`]).
     pub fn read_latency_us_since(&self, earlier: &DiskStats) -> Option<f64> {
         let reads = self.reads.saturating_sub(earlier.reads);
-        (reads >= MIN_TIMED_READS).then(|| self.read_ms.saturating_sub(earlier.read_ms) as f64 * 1000.0 / reads as f64)
+        let ms = self.read_ms.saturating_sub(earlier.read_ms);
+        (reads > 0 && (reads >= MIN_TIMED_READS || ms >= MIN_TIMED_READS)).then(|| ms as f64 * 1000.0 / reads as f64)
     }
 }
 
@@ -468,5 +470,6 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         assert_eq!(at(100, 50).read_latency_us_since(&at(100, 50)), None, "no reads at all");
         assert_eq!(at(1100, 130).read_latency_us_since(&at(100, 50)), Some(80.0));
         assert_eq!(at(132, 50).read_latency_us_since(&at(100, 50)), Some(0.0), "fast reads under one tick");
+        assert_eq!(at(103, 1250).read_latency_us_since(&at(100, 50)), Some(400_000.0), "a device gone slow");
     }
 }

@@ -175,6 +175,11 @@ pub struct TierStatus {
     /// Drained by `tierctl tier drain`: off, nothing tiered until tierd restarts.
     #[serde(default)]
     pub drained: bool,
+    /// Swap reads and writes the tier device failed (the kernel's log; lower bounds).
+    #[serde(default)]
+    pub read_errors: u64,
+    #[serde(default)]
+    pub write_errors: u64,
 }
 
 /// What `tierctl tier drain` did.

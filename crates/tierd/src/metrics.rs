@@ -186,6 +186,13 @@ pub fn render(s: &Status) -> String {
     w.gauge("tierd_tier_read_bytes_per_second", "Tier reads over the last interval.", s.tier.read_bytes_per_sec);
     w.gauge("tierd_tier_write_bytes_per_second", "Tier writes over the last interval.", s.tier.write_bytes_per_sec);
     w.family(
+        "tierd_tier_io_errors_total",
+        "counter",
+        "Swap I/O the tier device failed (the kernel's log; a lower bound).",
+    );
+    w.sample("tierd_tier_io_errors_total", &[("op", "read")], s.tier.read_errors as f64);
+    w.sample("tierd_tier_io_errors_total", &[("op", "write")], s.tier.write_errors as f64);
+    w.family(
         "tierd_tier_read_latency_seconds",
         "gauge",
         "Average read latency of the tier device over the last interval (absent without reads).",
@@ -300,7 +307,7 @@ pub(crate) mod tests {
             overcommit: 0.9,
             active_bytes: 810,
             active_health: "red".into(),
-            tier: TierStatus { read_latency_us: Some(250.0), ..TierStatus::default() },
+            tier: TierStatus { read_latency_us: Some(250.0), write_errors: 7, ..TierStatus::default() },
             tierd_cpu_percent: 0.5,
             tierd_rss_bytes: 4 << 20,
             promotions_per_sec: 1.0,
@@ -340,6 +347,8 @@ pub(crate) mod tests {
         assert!(page.contains("tierd_active_dram_ratio 0.81\n"), "{page}");
         assert!(page.contains("tierd_health_status{check=\"active_memory\"} 2\n"));
         assert!(page.contains("tierd_tier_read_latency_seconds 0.00025\n"));
+        assert!(page.contains("tierd_tier_io_errors_total{op=\"write\"} 7\n"), "{page}");
+        assert!(page.contains("tierd_tier_io_errors_total{op=\"read\"} 0\n"), "{page}");
         assert!(page.contains("tierd_tenant_tier_read_bytes_per_second{tenant=\"db\"} 10240\n"));
         assert!(page.contains("tierd_tenant_errors_total{tenant=\"db\",op=\"pageout\"} 3\n"));
         assert!(page.contains("tierd_tenant_oom_kills_total{tenant=\"db\"} 1\n"), "{page}");

@@ -47,6 +47,8 @@ pub struct Tier {
     pub record: TierRecord,
     /// Kernel name of the device whose `/proc/diskstats` tell the tier's latency.
     pub disk: Option<String>,
+    /// That device's number, as the kernel's swap I/O errors name it.
+    pub device_number: Option<(u32, u32)>,
 }
 
 /// Why the tier could not be set up or removed.
@@ -257,10 +259,11 @@ impl Tier {
 
     fn from_record(record: TierRecord, sys: &Path) -> Tier {
         let disk = match record.backing {
-            Backing::Loop | Backing::Device => blockdev::kernel_name(&record.swap_path),
+            Backing::Loop | Backing::Device => blockdev::kernel_name(sys, &record.swap_path),
             Backing::File => blockdev::device_of_file(sys, &record.path),
         };
-        Tier { record, disk }
+        let device_number = disk.as_deref().and_then(|d| blockdev::device_number(sys, d));
+        Tier { record, disk, device_number }
     }
 
     /// Size and bytes in use, from `/proc/swaps`.

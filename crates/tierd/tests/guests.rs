@@ -27,9 +27,10 @@ fn image(series: &str) -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-/// Boots the guest with a blank `disk_mib` virtual disk; returns its console output.
-/// Killed (by its PID) after `timeout`.
-fn boot(kernel: &Path, initrd: &Path, disk_mib: u64, timeout: Duration) -> String {
+/// Boots the guest with a blank `disk_mib` virtual disk and `check` on the kernel's
+/// command line (`tierd.check=fault` runs scripts/guest-fault.sh); returns its console
+/// output. Killed (by its PID) after `timeout`.
+fn boot(kernel: &Path, initrd: &Path, disk_mib: u64, check: &str, timeout: Duration) -> String {
     let dir = tempfile::tempdir().unwrap();
     let disk = dir.path().join("vda.img");
     std::fs::File::create(&disk).unwrap().set_len(disk_mib * MIB).unwrap();
@@ -40,7 +41,7 @@ fn boot(kernel: &Path, initrd: &Path, disk_mib: u64, timeout: Duration) -> Strin
         .arg(kernel)
         .arg("-initrd")
         .arg(initrd)
-        .args(["-append", "console=ttyS0 panic=-1 quiet"])
+        .args(["-append", &format!("console=ttyS0 panic=-1 quiet {check}")])
         .arg("-drive")
         .arg(format!("file={},if=virtio,format=raw", disk.display()))
         .stdin(Stdio::null())
@@ -115,7 +116,7 @@ fn said<'a>(console: &'a str, key: &str) -> Option<&'a str> {
 /// hot set and lost nothing; returns the console's `guest-` lines.
 fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> Option<String> {
     let (kernel, initrd) = image(series)?;
-    let console = boot(&kernel, &initrd, 512, Duration::from_secs(900));
+    let console = boot(&kernel, &initrd, 512, "", Duration::from_secs(900));
     let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
     assert!(said(&console, "kernel").is_some_and(|k| k.starts_with(series) && k.contains("cgroup2")), "{log}");
     assert!(!log.contains("guest-check: fail"), "{log}");
@@ -215,4 +216,79 @@ fn on_6_1_without_pagemap_scan_the_tracker_reads_pagemap_entries_and_says_so() {
         log.contains("this kernel: PAGEMAP_SCAN (6.7): page state is read from pagemap entries"),
         "the start-up log says how page state is read: {log}"
     );
+}
+
+/// The JSON after `guest-fault: KEY ` on the console.
+fn fault_json(console: &str, key: &str, log: &str) -> Value {
+    let prefix = format!("guest-fault: {key} ");
+    let line = console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str()));
+    serde_json::from_str(line.unwrap_or_else(|| panic!("no {key:?} line\n{log}")))
+        .unwrap_or_else(|e| panic!("{e}\n{log}"))
+}
+
+fn check<'a>(health: &'a Value, name: &str) -> Option<&'a Value> {
+    health.as_array()?.iter().find(|c| c["name"] == name)
+}
+
+/// The tier goes slow, then bad, under tierd (scripts/guest-fault.sh): a device-mapper
+/// table over the tier disk swapped for one that delays each I/O by 400 ms, then for
+/// one that fails each I/O. tierd stays up, says so in health, puts nothing more on the
+/// tier, and names the tenant that lost a page.
+#[test]
+fn in_a_6_12_guest_a_tier_device_that_goes_slow_then_fails_turns_health_red_and_stops_demotion() {
+    let Some((kernel, initrd)) = image("6.12") else { return };
+    let console = boot(&kernel, &initrd, 512, "tierd.check=fault", Duration::from_secs(900));
+    let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
+    assert!(!log.contains("guest-fault: fail:"), "{log}");
+    let before = fault_json(&console, "before", &log);
+    let tier = |s: &Value, name: &str| {
+        let t = s["tenants"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
+        t.unwrap_or_else(|| panic!("no tenant {name}\n{log}"))
+    };
+    assert!(tier(&before, "w")["tier_bytes"].as_u64().unwrap() >= 16 * MIB, "w was tiered first\n{log}");
+    assert_eq!(before["tier"]["write_errors"], 0, "{log}");
+    // Slow: reads at 400 ms are far above 400 µs, and demotion is held back.
+    let slow = fault_json(&console, "slow health", &log);
+    let latency = check(&slow, "tier_read_latency").unwrap_or_else(|| panic!("{slow:#}"));
+    assert_eq!(latency["colour"], "red", "{slow:#}\n{log}");
+    // Failing: the kernel's errors are counted, health is red with advice, and nothing
+    // more goes onto the tier.
+    let failing = fault_json(&console, "failing status", &log);
+    let faults = failing["tier"]["read_errors"].as_u64().unwrap() + failing["tier"]["write_errors"].as_u64().unwrap();
+    assert!(faults > 0, "the kernel's swap errors are counted: {:#}\n{log}", failing["tier"]);
+    let health = fault_json(&console, "failing health", &log);
+    let device = check(&health, "tier_device").unwrap_or_else(|| panic!("no tier_device check: {health:#}\n{log}"));
+    assert_eq!(device["colour"], "red", "{device:#}");
+    assert!(device["advice"].as_str().unwrap().contains("SIGBUS"), "{device:#}");
+    assert!(failing["tenants"].as_array().unwrap().iter().all(|t| t["quota_bytes"].is_null()), "no quotas\n{log}");
+    assert!(said_fault(&console, "demote").contains("the tier device is failing"), "demotion refused\n{log}");
+    // Every tenant kept off the tier: rest, there before, and late, started after.
+    for t in ["rest", "late"] {
+        let swap_max = said_fault(&console, &format!("file tenants/{t}/memory.swap.max"));
+        assert_eq!(swap_max.trim(), "0", "{t} kept off the tier\n{log}");
+    }
+    // w swept its pages back and met one the device could not read: SIGBUS, named.
+    let w = tier(&failing, "w");
+    assert_eq!((w["state"].as_str(), w["exit_code"].as_i64()), (Some("exited"), Some(135)), "{w:#}\n{log}");
+    for t in failing["tenants"].as_array().unwrap().iter().filter(|t| t["exit_code"] == 135) {
+        let named = format!("[{}] ended by SIGBUS while the tier device fails reads", t["name"].as_str().unwrap());
+        assert!(log.contains(&named), "{named}\n{log}");
+    }
+    assert!(log.contains("is failing:"), "the first error is said in an event\n{log}");
+    // rest never touched its tiered pages, late runs in DRAM: both running, and tierd answers.
+    let late = fault_json(&console, "late status", &log);
+    for t in ["rest", "late"] {
+        assert_eq!(tier(&late, t)["state"], "running", "{log}");
+    }
+    assert_eq!(tier(&late, "late")["tier_bytes"], 0, "{log}");
+    eprintln!(
+        "{}",
+        log.lines().filter(|l| l.contains("event") || l.contains("kernel log")).collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The text after `guest-fault: KEY ` on the console.
+fn said_fault<'a>(console: &'a str, key: &str) -> &'a str {
+    let prefix = format!("guest-fault: {key} ");
+    console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str())).unwrap_or("")
 }

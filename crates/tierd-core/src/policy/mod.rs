@@ -34,10 +34,10 @@ pub const GENERATION: &str = "v2 (one objective)";
 
 /// Plans one interval with the given policy.
 pub fn plan(kind: PolicyKind, snap: &Snapshot, knobs: &Knobs) -> Plan {
-    // With the tier drained nothing can be paged out: a quota would only make its
-    // tenant wait at it. One limit, the budget, whatever the policy.
-    if snap.tier.drained {
-        return none::drained(snap);
+    // With the tier drained or failing nothing can be paged out: a quota would only make
+    // its tenant wait at it. One limit, the budget, whatever the policy.
+    if snap.tier.drained || snap.tier.faults.failing() {
+        return none::without_tier(snap);
     }
     let mut plan = match kind {
         PolicyKind::None => none::plan(snap),

@@ -12,11 +12,17 @@ pub fn plan(snap: &Snapshot) -> Plan {
     )
 }
 
-/// The plan while the tier is drained (see [`crate::drain`]), whatever the policy.
-pub fn drained(snap: &Snapshot) -> Plan {
+/// The plan while the tier is drained (see [`crate::drain`]) or failing (see
+/// [`crate::tier_faults`]), whatever the policy.
+pub fn without_tier(snap: &Snapshot) -> Plan {
+    let why = if snap.tier.drained {
+        "the tier is drained".to_string()
+    } else {
+        format!("the tier device is failing ({})", snap.tier.faults.describe())
+    };
     one_limit(
         snap,
-        format!("the tier is drained: nothing can be tiered, all tenants share one {} limit", human(snap.dram_budget)),
+        format!("{why}: nothing more can be tiered, all tenants share one {} limit", human(snap.dram_budget)),
     )
 }
 
@@ -46,19 +52,24 @@ mod tests {
     }
 
     #[test]
-    fn a_drained_tier_lifts_every_quota_whatever_the_policy() {
+    fn a_drained_or_failing_tier_lifts_every_quota_whatever_the_policy() {
         use crate::config::PolicyKind;
         use crate::policy::knobs::Knobs;
         use crate::snapshot::TenantView;
+        use crate::tier_faults::TierFaults;
         // Two hot sets short of DRAM: the tierd policy would give them quotas.
         let hot = |name| TenantView { activeness: Some(uniform(GIB)), ..tenant(name, GIB) };
-        let mut s = snap(GIB, vec![hot("a"), hot("b")]);
-        s.tier.drained = true;
-        for kind in [PolicyKind::None, PolicyKind::Static, PolicyKind::Tierd] {
-            let p = crate::policy::plan(kind, &s, &Knobs::DEFAULT);
-            assert_eq!(p.group_limit, Some(GIB), "{kind:?}");
-            assert!(p.tenants.iter().all(|t| t.quota.is_none() && t.demote.is_empty() && t.prefetch.is_empty()));
-            assert!(p.tenants[0].reason.contains("drained"), "{}", p.tenants[0].reason);
+        let mut drained = snap(GIB, vec![hot("a"), hot("b")]);
+        drained.tier.drained = true;
+        let mut failing = snap(GIB, vec![hot("a"), hot("b")]);
+        failing.tier.faults = TierFaults { read_errors: 0, write_errors: 3 };
+        for (s, why) in [(drained, "drained"), (failing, "failing (at least 3 failed writes)")] {
+            for kind in [PolicyKind::None, PolicyKind::Static, PolicyKind::Tierd] {
+                let p = crate::policy::plan(kind, &s, &Knobs::DEFAULT);
+                assert_eq!(p.group_limit, Some(GIB), "{kind:?}");
+                assert!(p.tenants.iter().all(|t| t.quota.is_none() && t.demote.is_empty() && t.prefetch.is_empty()));
+                assert!(p.tenants[0].reason.contains(why), "{}", p.tenants[0].reason);
+            }
         }
     }
 }

@@ -29,7 +29,15 @@ pub fn tier_line(t: &crate::api::TierStatus) -> String {
         human(t.write_bytes_per_sec as u64),
         t.read_latency_us
             .map_or("-".into(), |l| format!("{l:.0}µs ({})", t.read_latency_health.as_deref().unwrap_or("?")))
-    )
+    ) + &failing(t)
+}
+
+/// `  FAILING: 3 writes, 1 read failed`, for a tier device with failed I/O.
+fn failing(t: &crate::api::TierStatus) -> String {
+    if t.read_errors + t.write_errors == 0 {
+        return String::new();
+    }
+    format!("  FAILING: {} writes, {} reads failed", t.write_errors, t.read_errors)
 }
 
 pub fn rate(bytes: u64, secs: f64) -> String {

@@ -23,6 +23,11 @@ impl Engine {
         let cg = cgroup::detect(Path::new("/"), &proc).context("finding the memory cgroup controller")?;
         let mut events = Events::default();
         events.echo = echo;
+        let kernel_log = tierd_sys::kmsg::KernelLog::open(Path::new("/dev/kmsg"))
+            .map_err(|e| {
+                events.warn(None, format!("cannot read the kernel's log ({e}): failed tier I/O will not be seen"))
+            })
+            .ok();
 
         let tier = Tier::setup(&cfg.tier, cfg.dram_budget, cfg.ratio, saved.tier.as_ref(), &proc, &sys)?;
         let (size, _) = tier.usage(&proc);
@@ -61,6 +66,8 @@ impl Engine {
             last_snapshot: None,
             watch_disk: None,
             watch_read_us: 80.0,
+            kernel_log,
+            tier_faults: TierFaults::default(),
             _lock: lock,
         };
         crate::crash_point!("start");

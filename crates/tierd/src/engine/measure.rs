@@ -6,6 +6,8 @@ use super::*;
 impl Engine {
     /// Updates each tenant's processes and notices exits.
     pub(super) fn reap(&mut self) {
+        // First: a tenant ended by a page the tier could not read back is then named so.
+        self.watch_tier_faults();
         let names: Vec<TenantName> = self.tenants.keys().cloned().collect();
         let mut changed = false;
         for name in names {
@@ -43,6 +45,18 @@ impl Engine {
                     Life::Exited { code: Some(c) } => format!("exit code {c}"),
                     _ => "exit code unknown".into(),
                 };
+                if t.life == (Life::Exited { code: Some(tierd_sys::process::EXIT_BY_SIGBUS) })
+                    && self.tier_faults.read_errors > 0
+                {
+                    self.events.warn(
+                        Some(name.as_str()),
+                        format!(
+                            "ended by SIGBUS while the tier device fails reads: a page it had on the tier ({} \
+                             there at the last pass) could not be read back",
+                            human(t.measure.tier)
+                        ),
+                    );
+                }
                 // Its last process may have been the OOM killer's victim: counted before the cgroup goes.
                 if let Some(said) = self.cg.stats(&rel).ok().and_then(|s| t.count_oom_kills(s.oom_kills)) {
                     self.events.warn(Some(name.as_str()), said);
@@ -209,7 +223,7 @@ impl Engine {
             self_cpu_ticks: cpu,
         };
         let (size, used) = self.tier.as_ref().map(|t| t.usage(&self.proc)).unwrap_or((0, 0));
-        let mut view = TierView { size_bytes: size, used_bytes: used, ..TierView::default() };
+        let mut view = TierView { size_bytes: size, used_bytes: used, faults: self.tier_faults, ..TierView::default() };
         if let Some(prev) = self.io_prev {
             let dt = (now - prev.at).as_secs_f64().max(1e-3);
             view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;
@@ -223,6 +237,45 @@ impl Engine {
         }
         self.tier_view = view;
         self.io_prev = Some(cur);
+    }
+
+    /// Counts failed swap I/O on the tier in the kernel's log. At the first, every tenant is
+    /// kept off the tier (the plan drops quotas and demotion: `tierd_core::tier_faults`).
+    fn watch_tier_faults(&mut self) {
+        let Some(tier) = self.tier.as_ref() else { return };
+        let (Some(log), Some(dev)) = (self.kernel_log.as_mut(), tier.device_number) else { return };
+        let before = self.tier_faults;
+        let new = self.tier_faults.count(&log.read_new(), dev);
+        let disk = tier.disk.clone().unwrap_or_default();
+        // Said when each kind first appears; the counts go on in status, health and metrics.
+        if (new.write_errors > 0 && before.write_errors == 0) || (new.read_errors > 0 && before.read_errors == 0) {
+            self.events.warn(
+                None,
+                format!(
+                    "tier device {disk} is failing: {} in the kernel's log; nothing more is put on it (no \
+                     quotas, no demotion, every tenant kept off it)",
+                    self.tier_faults.describe()
+                ),
+            );
+        }
+        if self.tier_faults.failing() && !before.failing() {
+            self.keep_all_off_tier();
+        }
+    }
+
+    /// Stops the kernel from putting any more of a tenant's pages on the tier (v1
+    /// `memory.swappiness` 0, v2 `memory.swap.max` 0); what is there stays readable.
+    fn keep_all_off_tier(&mut self) {
+        let names: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        for name in names {
+            let rel = self.tenant_rel(&name);
+            if let Err(e) = self.cg.keep_off_swap(&rel) {
+                let t = self.tenants.get_mut(&name).expect("listed above");
+                t.count_error("keeping off a failing tier");
+                self.events.warn(Some(name.as_str()), format!("cannot keep it off the failing tier: {e}"));
+            }
+        }
     }
 
     /// The snapshot the policy plans from.

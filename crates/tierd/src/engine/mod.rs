@@ -37,6 +37,7 @@ use tierd_core::policy;
 use tierd_core::size::human;
 use tierd_core::snapshot::{Range, Snapshot, TenantView, TierView};
 use tierd_core::tenant::TenantSpec;
+use tierd_core::tier_faults::TierFaults;
 use tierd_core::waits::Step;
 use tierd_sys::cgroup::{self, AtLimit, MemoryController};
 use tierd_sys::madvise::Pidfd;
@@ -107,6 +108,10 @@ pub struct Engine {
     /// The tier disk's counters at the last half-second watch, and the read time they gave.
     watch_disk: Option<tierd_sys::procfs::DiskStats>,
     watch_read_us: f64,
+    /// The kernel's log, read each pass for failed swap I/O on the tier (`None`: unreadable).
+    kernel_log: Option<tierd_sys::kmsg::KernelLog>,
+    /// Failed swap I/O on the tier since this tierd set it up.
+    tier_faults: TierFaults,
     _lock: File,
 }
 

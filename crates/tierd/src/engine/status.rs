@@ -28,6 +28,8 @@ impl Engine {
             read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
             utilization: self.tier_view.utilization,
             drained: false,
+            read_errors: self.tier_faults.read_errors,
+            write_errors: self.tier_faults.write_errors,
         });
         // The policy's view of each tenant at its last pass.
         let curve = |t: &Tenant| {
@@ -127,6 +129,7 @@ impl Engine {
                     .collect(),
                 oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
                 tier_drained: self.tier.is_none(),
+                tier_faults: self.tier_faults,
             }),
             http_address: self.http_address.clone(),
             uptime_secs: self.started.elapsed().as_secs_f64(),

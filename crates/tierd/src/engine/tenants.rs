@@ -54,7 +54,7 @@ impl Engine {
     ) -> anyhow::Result<(String, Option<u64>)> {
         let rel = self.tenant_rel(&spec.name);
         self.cg.create(&rel, self.at_limit()).with_context(|| format!("creating cgroup {rel}"))?;
-        let kept = if spec.no_tier {
+        let kept = if spec.no_tier || self.tier_faults.failing() {
             self.cg.keep_off_swap(&rel).context("keeping the new tenant off the tier")
         } else {
             Ok(())
@@ -224,6 +224,9 @@ impl Engine {
         let proc = self.proc.clone();
         if self.tier.is_none() {
             bail!("the tier is drained: there is nowhere to demote to until tierd restarts with a tier");
+        }
+        if self.tier_faults.failing() {
+            bail!("the tier device is failing ({}): tierd puts nothing more on it", self.tier_faults.describe());
         }
         let t = self.running(name)?;
         if t.spec.no_tier {

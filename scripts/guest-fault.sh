@@ -1,0 +1,60 @@
+# Runs inside the 6.12 guest of scripts/guest-host.sh (busybox sh) when the kernel's
+# command line says tierd.check=fault: the tier is a device-mapper device over the
+# virtual disk, whose table is swapped under tierd's feet, first for one that delays
+# every I/O by 400 ms (a device gone slow), then for one that fails every I/O (a device
+# gone bad). Lines starting "guest-fault:" are read by crates/tierd/tests/guests.rs.
+say() { echo "guest-fault: $*"; }
+ctl() { tierctl --socket /run/tierd.sock "$@"; }
+table() { # TABLE: swaps the tier's table in place, as a failing device would change
+  dmsetup load tier --table "$1" && dmsetup resume tier && say "table $(dmsetup table tier)"
+}
+say "kernel $(uname -r)"
+# No udev in the guest: libdevmapper makes the /dev/mapper node itself.
+export DM_DISABLE_UDEV=1
+sectors=$(blockdev --getsz /dev/vda)
+dmsetup create tier --table "0 $sectors linear /dev/vda 0" || { say "fail: dmsetup create"; exit 0; }
+[ -b /dev/mapper/tier ] || { say "fail: no /dev/mapper/tier"; exit 0; }
+# In a service cgroup, as systemd starts it (see guest-check.sh).
+svc=/sys/fs/cgroup/tierd.service
+mkdir $svc
+sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/mapper/tier --dram-budget 64M --ratio 3 --policy tierd \
+  --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
+up=no
+for _ in $(seq 60); do
+  ctl status > /dev/null 2>&1 && { up=yes; break; }
+  sleep 1
+done
+if [ "$up" = yes ]; then
+  cg=$svc/tierd/tenants
+  # w sweeps its whole 128 MiB after 40 s, so it reads back what is on the tier; rest
+  # fills 32 MiB and then touches nothing.
+  ctl run --name w --size 128M -- /bin/tierd-bench workload --size 128M --hot 16M --phase active:40s,sweep:600s \
+    --json --report 10s
+  ctl run --name rest --size 32M -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:10s,idle:600s \
+    --json --report 10s
+  sleep 35
+  say "before $(ctl status --json | tr -d '\n')"
+  table "0 $sectors delay /dev/vda 0 400"
+  sleep 25
+  say "slow health $(ctl health --json | tr -d '\n')"
+  say "slow status $(ctl status --json | tr -d '\n')"
+  table "0 $sectors error"
+  sleep 25
+  say "failing status $(ctl status --json | tr -d '\n')"
+  say "failing health $(ctl health --json | tr -d '\n')"
+  # A tenant started now is kept off the tier from its start, and runs in DRAM.
+  ctl run --name late --size 16M -- /bin/tierd-bench workload --size 16M --hot 4M --phase active:600s --json \
+    --report 5s
+  sleep 8
+  say "late status $(ctl status --json | tr -d '\n')"
+  say "demote $(ctl demote rest 2>&1 | tr '\n' ' ')"
+  for t in rest late; do
+    say "file tenants/$t/memory.swap.max $(cat $cg/$t/memory.swap.max)"
+  done
+  ctl events | sed 's/^/guest-fault: event /'
+  say "kernel log $(dmesg | grep -c 'error on swap-device') swap I/O errors"
+else
+  say "fail: tierd did not come up"
+fi
+{ head -n 8 /tmp/tierd.log; echo ...; tail -n 30 /tmp/tierd.log; } | sed 's/^/guest-log: /'
+say "done"
