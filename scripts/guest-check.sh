@@ -3,9 +3,12 @@
 # one kept off the tier (--no-tier). Lines starting "guest-check:" are read by
 # crates/tierd/tests/guests.rs.
 say() { echo "guest-check: $*"; }
+# shellcheck source=scripts/guest-marker.sh
+. /bin/guest-marker
 ctl() { tierctl --socket /run/tierd.sock "$@"; }
 say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 say "doctor $(tierctl doctor --json | tr -d '\n')"
+say "kernel said $(dmesg | grep -i -e 'device-mapper' -e 'crypt' -e insmod | tail -n 5 | tr '\n' ' ')"
 [ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
 # Started as systemd starts a service with Delegate=yes: in a cgroup of its own, which
 # its parent offers the memory controller.
@@ -29,7 +32,8 @@ if [ "$up" = yes ]; then
   # Its sweep after the first minute runs at memory.high: throttled, never failed.
   ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:50s,sweep:20s,idle:1s \
     --json --report 10s
-  sleep 45
+  plaintext_marker
+  sleep 40
   say "status $(ctl status --json | tr -d '\n')"
   for f in memory.high memory.max memory.low w/memory.high w/memory.max w/memory.swap.current keep/memory.swap.max \
     keep/memory.swap.current keep/memory.low; do
@@ -43,6 +47,7 @@ if [ "$up" = yes ]; then
   say "readopted $(ctl status --json | tr -d '\n')"
   sleep 15
   say "sweep events $(tr '\n' ' ' < $cg/w/memory.events)"
+  ctl stop marker > /dev/null
   for _ in $(seq 120); do
     ctl status --json | grep -q '"state": *"running"' || break
     sleep 1
@@ -51,6 +56,9 @@ if [ "$up" = yes ]; then
     say "summary $t $(grep '"summary":true' /var/lib/tierd/tenants/$t/stdout)"
     say "tenant stderr $t $(tail -c 600 /var/lib/tierd/tenants/$t/stderr | tr '\n' ' ')"
   done
+  # The tier is encrypted by default where the kernel has dm-crypt: the text the marker
+  # tenant paged out is not on the disk under it.
+  say "plaintext on the disk: $(plaintext_on /dev/vda) lines of the marker"
 else
   say "fail: tierd did not come up"
 fi

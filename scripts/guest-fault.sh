@@ -2,13 +2,17 @@
 # command line says tierd.check=fault: the tier is a device-mapper device over the
 # virtual disk, whose table is swapped under tierd's feet, first for one that delays
 # every I/O by 400 ms (a device gone slow), then for one that fails every I/O (a device
-# gone bad). Lines starting "guest-fault:" are read by crates/tierd/tests/guests.rs.
+# gone bad). The tier is not encrypted here (--tier-encrypt off), so it is also the
+# control for guest-check.sh's look for plaintext on the disk. Lines starting
+# "guest-fault:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-fault: $*"; }
 ctl() { tierctl --socket /run/tierd.sock "$@"; }
 table() { # TABLE: swaps the tier's table in place, as a failing device would change
   dmsetup load tier --table "$1" && dmsetup resume tier && say "table $(dmsetup table tier)"
 }
 say "kernel $(uname -r)"
+# shellcheck source=scripts/guest-marker.sh
+. /bin/guest-marker
 # No udev in the guest: libdevmapper makes the /dev/mapper node itself.
 export DM_DISABLE_UDEV=1
 sectors=$(blockdev --getsz /dev/vda)
@@ -17,7 +21,7 @@ dmsetup create tier --table "0 $sectors linear /dev/vda 0" || { say "fail: dmset
 # In a service cgroup, as systemd starts it (see guest-check.sh).
 svc=/sys/fs/cgroup/tierd.service
 mkdir $svc
-sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/mapper/tier --dram-budget 64M --ratio 3 --policy tierd \
+sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/mapper/tier --tier-encrypt off --dram-budget 64M --ratio 3 --policy tierd \
   --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
 up=no
 for _ in $(seq 60); do
@@ -32,8 +36,11 @@ if [ "$up" = yes ]; then
     --json --report 10s
   ctl run --name rest --size 32M -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:10s,idle:600s \
     --json --report 10s
-  sleep 35
+  plaintext_marker
+  sleep 30
   say "before $(ctl status --json | tr -d '\n')"
+  say "plaintext on the disk: $(plaintext_on /dev/vda) lines of the marker"
+  ctl stop marker
   table "0 $sectors delay /dev/vda 0 400"
   sleep 25
   say "slow health $(ctl health --json | tr -d '\n')"

@@ -3,7 +3,7 @@
 # 6.12 (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU) and 6.1 (no PAGEMAP_SCAN),
 # each with busybox, util-linux's mkswap and blkid, dmsetup, and static tierd, tierctl
 # and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk (the tier
-# is the virtual disk /dev/vda, a real block device) and device-mapper, runs
+# is the virtual disk /dev/vda, a real block device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
 # tierd.check=fault) and powers off; crates/tierd/tests/guests.rs boots them.
 #
@@ -56,19 +56,24 @@ for b in mkswap blkid dmsetup; do
   done
 done
 # virtio_blk and, where they are modules (6.1), what it needs, in load order; then
-# device-mapper with its delay target.
+# device-mapper with its delay target, and dm-crypt with the ECB and XTS modes its cipher needs
+# (the guest has no modprobe for the kernel to load them on demand).
 n=0
-for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk dm-mod dm-delay; do
+for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk dm-mod dm-delay ecb xts \
+  dm-crypt; do
   module=$(find "$out/dl/$kernel/lib/modules" -name "$name.ko*" | head -1)
   [ -n "$module" ] || continue
   n=$((n + 1))
+  # Numbered to two digits: /init loads them in the order of the names.
+  file=$root/lib/modules/$(printf %02d "$n")-$name.ko
   case $module in
-    *.xz) xz -dc "$module" > "$root/lib/modules/$n-$name.ko" ;;
-    *) cp "$module" "$root/lib/modules/$n-$name.ko" ;;
+    *.xz) xz -dc "$module" > "$file" ;;
+    *) cp "$module" "$file" ;;
   esac
 done
 cp scripts/guest-check.sh "$root/bin/guest-check"
 cp scripts/guest-fault.sh "$root/bin/guest-fault"
+cp scripts/guest-marker.sh "$root/bin/guest-marker"
 cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
@@ -81,6 +86,8 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 # As systemd does on a host: the root hands the memory controller to its children.
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 for m in /lib/modules/*.ko; do insmod "$m"; done
+# No udev here: libdevmapper (tierd's dmsetup, the fault check's) makes /dev/mapper nodes itself.
+export DM_DISABLE_UDEV=1
 case " $(cat /proc/cmdline) " in
   *" tierd.check=fault "*) sh /bin/guest-fault ;;
   *) sh /bin/guest-check ;;

@@ -74,6 +74,31 @@ impl FromStr for TierBacking {
     }
 }
 
+/// Whether the tier sits behind dm-crypt (a key made at each start, held by the kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TierEncryption {
+    /// Encrypted where the kernel has dm-crypt and the tier is a block device (a device,
+    /// or a file behind a loop device); otherwise not, and health says so.
+    #[default]
+    Auto,
+    /// Encrypted, or tierd does not start.
+    On,
+    Off,
+}
+
+impl FromStr for TierEncryption {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(TierEncryption::Auto),
+            "on" => Ok(TierEncryption::On),
+            "off" => Ok(TierEncryption::Off),
+            _ => Err(format!("unknown tier encryption `{s}`: choose auto, on or off")),
+        }
+    }
+}
+
 /// The `[tier]` table as written.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -85,6 +110,7 @@ pub struct RawTier {
     pub backing: TierBacking,
     /// Take a device that holds a filesystem signature.
     pub force: bool,
+    pub encrypt: TierEncryption,
 }
 
 /// The `[tracker]` table as written.
@@ -156,6 +182,7 @@ pub struct TierConfig {
     pub size: u64,
     pub backing: TierBacking,
     pub force: bool,
+    pub encrypt: TierEncryption,
     /// True when the path is tierd's own default file in the state directory.
     pub embedded: bool,
 }
@@ -297,7 +324,14 @@ impl RawConfig {
             socket,
             cgroup_name,
             http: self.http.clone(),
-            tier: TierConfig { path, size, backing: self.tier.backing, force: self.tier.force, embedded },
+            tier: TierConfig {
+                path,
+                size,
+                backing: self.tier.backing,
+                force: self.tier.force,
+                encrypt: self.tier.encrypt,
+                embedded,
+            },
             tracker: TrackerConfig { sample_pages, window, cpu_budget },
         })
     }
@@ -395,6 +429,8 @@ mod tests {
         assert!("lru".parse::<PolicyKind>().unwrap_err().contains("none, static or tierd"));
         assert_eq!("loop".parse::<TierBacking>(), Ok(TierBacking::Loop));
         assert!("zram".parse::<TierBacking>().unwrap_err().contains("auto, file or loop"));
+        assert_eq!("on".parse::<TierEncryption>(), Ok(TierEncryption::On));
+        assert!("yes".parse::<TierEncryption>().unwrap_err().contains("auto, on or off"));
     }
 
     /// Every accepted configuration keeps the bounds the daemon relies on.

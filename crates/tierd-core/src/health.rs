@@ -78,6 +78,8 @@ pub struct HostFigures {
     pub tier_drained: bool,
     /// Swap I/O errors on the tier device.
     pub tier_faults: crate::tier_faults::TierFaults,
+    /// Whether the tier is encrypted: `Ok(cipher)`, or `Err(why not)`; `None` without a tier.
+    pub tier_encryption: Option<Result<String, String>>,
 }
 
 /// One health check: its colour, what it saw and, when not green, what to do.
@@ -120,6 +122,22 @@ pub fn checks(h: &HostFigures) -> Vec<Check> {
         format!("tier {:.0}% full", pct(h.tier_used, h.tier_size)),
         "a full tier cannot take more pages: give the tier more space or lower tenants' sizes",
     ));
+    // Said either way, in green: a kernel without dm-crypt is no fault of the host's.
+    match &h.tier_encryption {
+        Some(Ok(cipher)) => out.push(check(
+            "tier_encryption",
+            Colour::Green,
+            format!("tier encrypted: dm-crypt {cipher}, with a key made at this start and held by the kernel"),
+            "",
+        )),
+        Some(Err(why)) => out.push(check(
+            "tier_encryption",
+            Colour::Green,
+            format!("tier NOT encrypted ({why}): tenants' memory is written to it in the clear"),
+            "",
+        )),
+        None => {}
+    }
     if h.tier_drained {
         out.push(check(
             "tier",
@@ -259,6 +277,13 @@ mod tests {
         assert!(errs.message.contains("db (3)"), "{}", errs.message);
         assert!(c.iter().any(|c| c.name == "demotion" && c.colour == Colour::Yellow));
         assert!(c.iter().all(|c| c.name != "tier" && c.name != "tier_device"), "a tier in use is not news");
+        let clear =
+            checks(&HostFigures { tier_encryption: Some(Err("tier.encrypt is off".into())), ..HostFigures::default() });
+        let enc = clear.iter().find(|c| c.name == "tier_encryption").expect("encryption is always said");
+        assert_eq!(
+            enc.message,
+            "tier NOT encrypted (tier.encrypt is off): tenants' memory is written to it in the clear"
+        );
         let faults = crate::tier_faults::TierFaults { read_errors: 2, write_errors: 0 };
         let failing = checks(&HostFigures { dram_budget: 1000, tier_faults: faults, ..HostFigures::default() });
         let device = failing.iter().find(|c| c.name == "tier_device").expect("a failing tier is shown");

@@ -5,6 +5,7 @@
 //! - [`pagemap`]: `PAGEMAP_SCAN` on `/proc/PID/pagemap`: present / swapped / huge runs.
 //! - [`swap`]: `mkswap`, `swapon`, `swapoff` and `/proc/swaps`.
 //! - [`blockdev`]: loop devices and the checks before a block device becomes a tier.
+//! - [`crypt`]: a dm-crypt mapping over the tier, with a key made at each start.
 //! - [`kmsg`]: the kernel's log, where failed swap I/O is reported.
 //! - [`kernel`]: what the running kernel offers (`tierctl doctor`).
 //! - [`procfs`] and [`cgroup`]: text files under a root that tests point at fixtures.
@@ -14,6 +15,7 @@
 
 pub mod blockdev;
 pub mod cgroup;
+pub mod crypt;
 pub mod hugetlb;
 pub mod kernel;
 pub mod kmsg;

@@ -175,6 +175,12 @@ pub struct TierStatus {
     /// Drained by `tierctl tier drain`: off, nothing tiered until tierd restarts.
     #[serde(default)]
     pub drained: bool,
+    /// The dm-crypt cipher when the tier is encrypted (a key made at each start).
+    #[serde(default)]
+    pub cipher: Option<String>,
+    /// Why it is not, when it is not.
+    #[serde(default)]
+    pub not_encrypted_because: Option<String>,
     /// Swap reads and writes the tier device failed (the kernel's log; lower bounds).
     #[serde(default)]
     pub read_errors: u64,

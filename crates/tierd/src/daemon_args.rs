@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use tierd_core::ByteSize;
-use tierd_core::config::{PolicyKind, TierBacking};
+use tierd_core::config::{PolicyKind, TierBacking, TierEncryption};
 
 /// tierd makes an NVMe device a second tier of memory for unmodified processes:
 /// it keeps hot memory in DRAM, lets cold memory live on the tier, and shares DRAM
@@ -30,6 +30,10 @@ pub struct Args {
     /// How a file tier reaches swap: auto (loop device), file, loop.
     #[arg(long)]
     pub tier_backing: Option<TierBacking>,
+    /// Encrypt the tier with dm-crypt and a key made at each start: auto (where the kernel
+    /// can), on (or do not start), off.
+    #[arg(long)]
+    pub tier_encrypt: Option<TierEncryption>,
     /// Take a tier device even if it holds a filesystem signature.
     #[arg(long)]
     pub force_tier: bool,

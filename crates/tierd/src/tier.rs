@@ -11,9 +11,10 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tierd_core::config::{TierBacking, TierConfig};
+use tierd_core::config::{TierBacking, TierConfig, TierEncryption};
 use tierd_core::size::human;
 use tierd_sys::blockdev::{self, BlockError};
+use tierd_sys::crypt;
 use tierd_sys::procfs::ProcFs;
 use tierd_sys::swap::{self, SwapError};
 
@@ -39,6 +40,18 @@ pub struct TierRecord {
     pub created_file: bool,
     pub size: u64,
     pub priority: i32,
+    /// The dm-crypt mapping the kernel swaps to, when the tier is encrypted.
+    #[serde(default)]
+    pub crypt: Option<CryptRecord>,
+}
+
+/// A dm-crypt mapping over the tier's block device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CryptRecord {
+    /// `/dev/mapper/<name>`, which is then the swap path.
+    pub name: String,
+    /// The block device under it (a loop device, or the tier device).
+    pub device: PathBuf,
 }
 
 /// An active tier.
@@ -49,6 +62,8 @@ pub struct Tier {
     pub disk: Option<String>,
     /// That device's number, as the kernel's swap I/O errors name it.
     pub device_number: Option<(u32, u32)>,
+    /// Why the tier is not encrypted, when it is not.
+    pub clear_because: Option<String>,
 }
 
 /// Why the tier could not be set up or removed.
@@ -88,6 +103,11 @@ pub enum TierError {
         "the tier of an earlier tierd run ({old}) is still active with {used} on it, but the configuration asks for {new}; start with the same tier, or stop the tenants and swapoff {old} first"
     )]
     StaleTier { old: PathBuf, new: PathBuf, used: String },
+    /// tier.encrypt = on and no encryption possible
+    #[error(
+        "the tier cannot be encrypted ({0}), and tier.encrypt is on; set it to auto to run without, or make dm-crypt available"
+    )]
+    NoEncryption(String),
     /// file I/O
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
@@ -103,10 +123,14 @@ pub enum TierError {
 struct Undo {
     file: Option<PathBuf>,
     loop_dev: Option<PathBuf>,
+    crypt: Option<String>,
 }
 
 impl Undo {
     fn run(&mut self) {
+        if let Some(name) = self.crypt.take() {
+            let _ = crypt::close(&name);
+        }
         if let Some(dev) = self.loop_dev.take() {
             let _ = blockdev::loop_detach(&dev);
         }
@@ -146,7 +170,10 @@ impl Tier {
                 }
                 return Ok(Tier::from_record(prev.clone(), sys));
             }
-            // Inactive leftovers of an earlier run: a loop device and our own file.
+            // Inactive leftovers of an earlier run: a mapping, a loop device and our own file.
+            if let Some(c) = prev.crypt.as_ref().filter(|c| crypt::is_open(&c.name)) {
+                let _ = crypt::close(&c.name);
+            }
             if prev.backing == Backing::Loop {
                 for dev in blockdev::loops_backed_by(sys, &prev.path) {
                     let _ = blockdev::loop_detach(&dev);
@@ -172,7 +199,7 @@ impl Tier {
             fit: size as f64 / budget as f64,
         };
 
-        let mut undo = Undo { file: None, loop_dev: None };
+        let mut undo = Undo { file: None, loop_dev: None, crypt: None };
         let (swap_path, backing, size, created_file) = if blockdev::is_block_device(&cfg.path) {
             blockdev::check_not_in_use(&cfg.path)
                 .map_err(|e| TierError::Busy { path: cfg.path.clone(), why: e.to_string() })?;
@@ -230,31 +257,49 @@ impl Tier {
                 }
             }
         };
+        let (crypt, clear_because) = encrypt(cfg.encrypt, &swap_path, backing, size, sys)?;
+        undo.crypt = crypt.as_ref().map(|c| c.name.clone());
+        let swap_path = crypt.as_ref().map_or(swap_path, |c| crypt::mapper_path(&c.name));
         swap::mkswap(&swap_path)?;
         swap::swapon(&swap_path, priority)?;
-        // Success: the tier now owns the file and the loop device.
+        // Success: the tier now owns the file, the loop device and the mapping.
         undo.file = None;
         undo.loop_dev = None;
-        let record = TierRecord { path: cfg.path.clone(), swap_path, backing, created_file, size, priority };
-        Ok(Tier::from_record(record, sys))
+        undo.crypt = None;
+        let record = TierRecord { path: cfg.path.clone(), swap_path, backing, created_file, size, priority, crypt };
+        let mut tier = Tier::from_record(record, sys);
+        tier.clear_because = clear_because;
+        Ok(tier)
     }
 
     /// The tier of a run that died before saving its record: a loop device over the
-    /// configured file, still swap. Adopted as it is: a second swap area over the same
+    /// configured file, or tierd's mapping over it or over the configured device, still swap. Adopted as it is: a second swap area over the same
     /// file would hand out slots the first still holds pages in. (Its file is kept at
     /// shutdown, as whether tierd made it is not known.)
     fn left_active(cfg: &TierConfig, areas: &[swap::SwapArea], sys: &Path) -> Option<Tier> {
-        let dev = blockdev::loops_backed_by(sys, &cfg.path);
-        let area = areas.iter().find(|a| dev.contains(&a.path))?;
-        let record = TierRecord {
-            path: cfg.path.clone(),
-            swap_path: area.path.clone(),
-            backing: Backing::Loop,
-            created_file: false,
-            size: area.size_bytes,
-            priority: area.priority,
-        };
-        Some(Tier::from_record(record, sys))
+        let device = blockdev::is_block_device(&cfg.path).then(|| cfg.path.clone());
+        let loops = blockdev::loops_backed_by(sys, &cfg.path).into_iter().map(|l| (l, Backing::Loop));
+        for (dev, backing) in loops.chain(device.map(|d| (d, Backing::Device))) {
+            // A loop device itself, or the mapping tierd puts over it or over a device.
+            let name = crypt_name(sys, &dev);
+            let crypt = name.filter(|n| crypt::is_open(n)).map(|name| CryptRecord { name, device: dev.clone() });
+            if crypt.is_none() && backing == Backing::Device {
+                continue;
+            }
+            let swap_path = crypt.as_ref().map_or(dev.clone(), |c| crypt::mapper_path(&c.name));
+            let Some(area) = areas.iter().find(|a| a.path == swap_path) else { continue };
+            let record = TierRecord {
+                path: cfg.path.clone(),
+                swap_path,
+                backing,
+                created_file: false,
+                size: area.size_bytes,
+                priority: area.priority,
+                crypt,
+            };
+            return Some(Tier::from_record(record, sys));
+        }
+        None
     }
 
     fn from_record(record: TierRecord, sys: &Path) -> Tier {
@@ -263,7 +308,9 @@ impl Tier {
             Backing::File => blockdev::device_of_file(sys, &record.path),
         };
         let device_number = disk.as_deref().and_then(|d| blockdev::device_number(sys, d));
-        Tier { record, disk, device_number }
+        // Adopted: encrypted as it was set up, or for a reason not known any more.
+        let clear_because = record.crypt.is_none().then(|| "set up unencrypted by an earlier tierd".to_string());
+        Tier { record, disk, device_number, clear_because }
     }
 
     /// Size and bytes in use, from `/proc/swaps`.
@@ -278,13 +325,56 @@ impl Tier {
     /// back into DRAM), the loop device, and the file if tierd created it.
     pub fn teardown(&self) -> Result<(), TierError> {
         swap::swapoff(&self.record.swap_path)?;
+        if let Some(c) = &self.record.crypt {
+            crypt::close(&c.name)?;
+        }
         if self.record.backing == Backing::Loop {
-            blockdev::loop_detach(&self.record.swap_path)?;
+            let dev = self.record.crypt.as_ref().map_or(&self.record.swap_path, |c| &c.device);
+            blockdev::loop_detach(dev)?;
         }
         if self.record.created_file {
             std::fs::remove_file(&self.record.path)
                 .map_err(|source| TierError::Io { path: self.record.path.clone(), source })?;
         }
         Ok(())
+    }
+}
+/// The name of tierd's dm-crypt mapping over `device`: `tierd-tier-loop3`.
+fn crypt_name(sys: &Path, device: &Path) -> Option<String> {
+    Some(format!("tierd-tier-{}", blockdev::kernel_name(sys, device)?))
+}
+
+/// Puts a dm-crypt mapping over the tier's block device, as `wanted` asks; returns it, or
+/// why the tier stays unencrypted (an error if encryption was required).
+fn encrypt(
+    wanted: TierEncryption,
+    device: &Path,
+    backing: Backing,
+    size: u64,
+    sys: &Path,
+) -> Result<(Option<CryptRecord>, Option<String>), TierError> {
+    let why = match (wanted, backing) {
+        (TierEncryption::Off, _) => return Ok((None, Some("tier.encrypt is off".into()))),
+        (_, Backing::File) => {
+            "the kernel swaps to the file itself (tier.backing = file), not a block device".to_string()
+        }
+        _ => {
+            let name = crypt_name(sys, device).unwrap_or_else(|| "tierd-tier".into());
+            if crypt::is_open(&name) {
+                return Err(TierError::Busy {
+                    path: crypt::mapper_path(&name),
+                    why: "a mapping of that name exists".into(),
+                });
+            }
+            match crypt::open(&name, device, size / 512) {
+                Ok(_) => return Ok((Some(CryptRecord { name, device: device.to_path_buf() }), None)),
+                Err(_) if !sys.join("class/misc/device-mapper").exists() => "this kernel has no device-mapper".into(),
+                Err(e) => format!("no dm-crypt: {e}"),
+            }
+        }
+    };
+    match wanted {
+        TierEncryption::On => Err(TierError::NoEncryption(why)),
+        _ => Ok((None, Some(why))),
     }
 }

@@ -124,6 +124,14 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> 
     let status: Value = serde_json::from_str(said(&console, "status").unwrap_or_else(|| panic!("{log}"))).unwrap();
     assert_eq!(status["cgroup_version"], "v2", "{log}");
     assert!(status["tier"]["path"].as_str().is_some_and(|d| d.contains("vda")), "the tier is the disk: {log}");
+    // Encrypted by default where the kernel has dm-crypt: the kernel swaps to the mapping,
+    // and the text a tenant paged out is nowhere on the disk under it (the fault check,
+    // with encryption off, finds it: the control).
+    assert_eq!(status["tier"]["cipher"], "aes-xts-plain64", "{:#}\n{log}", status["tier"]);
+    assert_eq!(status["tier"]["swap_path"], "/dev/mapper/tierd-tier-vda", "{log}");
+    let marker = status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "marker");
+    assert!(marker.is_some_and(|m| m["tier_bytes"].as_u64() >= Some(2 * MIB)), "the marker was paged out\n{log}");
+    assert_eq!(said(&console, "plaintext on the disk:"), Some("0 lines of the marker"), "{log}");
     let w = status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "w").unwrap_or_else(|| panic!("{log}"));
     let (dram, tier) = (w["dram_bytes"].as_u64().unwrap(), w["tier_bytes"].as_u64().unwrap());
     assert!(tier >= 64 * MIB, "at 3x, its cold memory went to the tier: {} MiB\n{log}", tier / MIB);
@@ -247,6 +255,13 @@ fn in_a_6_12_guest_a_tier_device_that_goes_slow_then_fails_turns_health_red_and_
     };
     assert!(tier(&before, "w")["tier_bytes"].as_u64().unwrap() >= 16 * MIB, "w was tiered first\n{log}");
     assert_eq!(before["tier"]["write_errors"], 0, "{log}");
+    // The control for the encrypted guest's look at its disk: a clear tier shows the text.
+    assert_eq!(before["tier"]["not_encrypted_because"], "tier.encrypt is off", "{log}");
+    let marker = tier(&before, "marker");
+    assert!(marker["tier_bytes"].as_u64() >= Some(2 * MIB), "the marker was paged out: {marker:#}\n{log}");
+    let runs = said_fault(&console, "plaintext on the disk:").split_whitespace().next().unwrap_or("0");
+    assert!(runs.parse::<u32>().unwrap_or(0) > 0, "the marker's text is on the clear tier's disk\n{log}");
+    eprintln!("6.12 clear tier: {runs} lines of the marker's text on the disk");
     // Slow: reads at 400 ms are far above 400 µs, and demotion is held back.
     let slow = fault_json(&console, "slow health", &log);
     let latency = check(&slow, "tier_read_latency").unwrap_or_else(|| panic!("{slow:#}"));

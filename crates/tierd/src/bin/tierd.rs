@@ -62,6 +62,7 @@ fn run() -> anyhow::Result<()> {
     raw.tier.size = args.tier_size.or(raw.tier.size);
     raw.tier.backing = args.tier_backing.unwrap_or(raw.tier.backing);
     raw.tier.force |= args.force_tier;
+    raw.tier.encrypt = args.tier_encrypt.unwrap_or(raw.tier.encrypt);
     let host = ProcFs::new("/proc").mem_total().unwrap_or(0);
     let cfg = raw.validate(host)?;
     let http = cfg.http.as_deref().map(|a| tierd::http::parse_address(a, args.force_http)).transpose()?;

@@ -29,7 +29,8 @@ pub fn tier_line(t: &crate::api::TierStatus) -> String {
         human(t.write_bytes_per_sec as u64),
         t.read_latency_us
             .map_or("-".into(), |l| format!("{l:.0}µs ({})", t.read_latency_health.as_deref().unwrap_or("?")))
-    ) + &failing(t)
+    ) + if t.cipher.is_some() { "  encrypted" } else { "  not encrypted" }
+        + &failing(t)
 }
 
 /// `  FAILING: 3 writes, 1 read failed`, for a tier device with failed I/O.

@@ -34,12 +34,16 @@ impl Engine {
         events.info(
             None,
             format!(
-                "tier {} ready: {} on {} ({:?}), swap priority {}",
+                "tier {} ready: {} on {} ({:?}), swap priority {}, {}",
                 tier.record.path.display(),
                 human(size),
                 tier.record.swap_path.display(),
                 tier.record.backing,
-                tier.record.priority
+                tier.record.priority,
+                match &tier.clear_because {
+                    None => format!("encrypted (dm-crypt {})", tierd_sys::crypt::CIPHER),
+                    Some(why) => format!("not encrypted: {why}"),
+                }
             ),
         );
 
