@@ -28,7 +28,7 @@ start_tierd $svc /tmp/tierd.log
 if [ "$up" = yes ]; then
   say "tierd cgroup $(cat /proc/$tierd_pid/cgroup)"
   cg=$svc/tierd/tenants
-  ctl run --name keep --size 32M --no-tier -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:55s,idle:1s --json --report 10s
+  ctl run --name keep --size 32M --no-tier -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:80s,idle:1s --json --report 10s
   # Its sweep after the first minute runs at memory.high: throttled, never failed.
   ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:50s,sweep:20s,idle:1s \
     --json --report 10s

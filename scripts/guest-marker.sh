@@ -10,5 +10,5 @@ plaintext_marker() { # starts tenant `marker` (4 MiB of the marker in a shell's 
 }
 plaintext_on() { # DEVICE: how many lines of its first 256 MiB hold the marker (freed
   # swap slots keep what was written, so a look after the tenant is gone still counts)
-  head -c 268435456 "$1" | grep -c -a "$MARKER"
+  head -c 268435456 "$1" | grep -c -a -F "$MARKER"
 }

@@ -108,7 +108,12 @@ fn doctor_matches_the_kernel_config(series: &str, console: &str, log: &str) {
 
 /// The text after `guest-check: KEY ` on the console.
 fn said<'a>(console: &'a str, key: &str) -> Option<&'a str> {
-    let prefix = format!("guest-check: {key} ");
+    said_by(console, "guest-check", key)
+}
+
+/// The text after `SCRIPT: KEY ` on the console, for the line the guest's script said.
+fn said_by<'a>(console: &'a str, script: &str, key: &str) -> Option<&'a str> {
+    let prefix = format!("{script}: {key} ");
     console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str()))
 }
 
@@ -228,8 +233,7 @@ fn on_6_1_without_pagemap_scan_the_tracker_reads_pagemap_entries_and_says_so() {
 
 /// The JSON after `guest-fault: KEY ` on the console.
 fn fault_json(console: &str, key: &str, log: &str) -> Value {
-    let prefix = format!("guest-fault: {key} ");
-    let line = console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str()));
+    let line = said_by(console, "guest-fault", key);
     serde_json::from_str(line.unwrap_or_else(|| panic!("no {key:?} line\n{log}")))
         .unwrap_or_else(|e| panic!("{e}\n{log}"))
 }
@@ -304,6 +308,5 @@ fn in_a_6_12_guest_a_tier_device_that_goes_slow_then_fails_turns_health_red_and_
 
 /// The text after `guest-fault: KEY ` on the console.
 fn said_fault<'a>(console: &'a str, key: &str) -> &'a str {
-    let prefix = format!("guest-fault: {key} ");
-    console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str())).unwrap_or("")
+    said_by(console, "guest-fault", key).unwrap_or("")
 }
