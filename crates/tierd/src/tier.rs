@@ -62,8 +62,8 @@ pub struct Tier {
     pub disk: Option<String>,
     /// That device's number, as the kernel's swap I/O errors name it.
     pub device_number: Option<(u32, u32)>,
-    /// Why the tier is not encrypted, when it is not.
-    pub clear_because: Option<String>,
+    /// Why `setup` left the tier unencrypted (see [`Tier::encryption`]).
+    clear_because: Option<String>,
 }
 
 /// Why the tier could not be set up or removed.
@@ -186,6 +186,7 @@ impl Tier {
         if let Some(tier) = Tier::left_active(cfg, &areas, sys) {
             return Ok(tier);
         }
+        close_stale_mappings(cfg, &areas, sys);
         if areas.iter().any(|a| a.path == cfg.path) {
             return Err(TierError::Busy { path: cfg.path.clone(), why: "already an active swap area".into() });
         }
@@ -273,8 +274,9 @@ impl Tier {
     }
 
     /// The tier of a run that died before saving its record: a loop device over the
-    /// configured file, or tierd's mapping over it or over the configured device, still swap. Adopted as it is: a second swap area over the same
-    /// file would hand out slots the first still holds pages in. (Its file is kept at
+    /// configured file, or tierd's mapping over it or over the configured device, still
+    /// swap. Adopted as it is: a second swap area over the same file would hand out
+    /// slots the first still holds pages in. (Its file is kept at
     /// shutdown, as whether tierd made it is not known.)
     fn left_active(cfg: &TierConfig, areas: &[swap::SwapArea], sys: &Path) -> Option<Tier> {
         let device = blockdev::is_block_device(&cfg.path).then(|| cfg.path.clone());
@@ -308,9 +310,18 @@ impl Tier {
             Backing::File => blockdev::device_of_file(sys, &record.path),
         };
         let device_number = disk.as_deref().and_then(|d| blockdev::device_number(sys, d));
-        // Adopted: encrypted as it was set up, or for a reason not known any more.
-        let clear_because = record.crypt.is_none().then(|| "set up unencrypted by an earlier tierd".to_string());
-        Tier { record, disk, device_number, clear_because }
+        Tier { record, disk, device_number, clear_because: None }
+    }
+
+    /// The cipher the tier is encrypted with, or why it is not: the one answer that the
+    /// start-up log, status and health give.
+    pub fn encryption(&self) -> Result<&'static str, String> {
+        match (&self.record.crypt, &self.clear_because) {
+            (Some(_), _) => Ok(crypt::CIPHER),
+            (None, Some(why)) => Err(why.clone()),
+            // Adopted from an earlier run, which knew why.
+            (None, None) => Err("set up unencrypted by an earlier tierd".into()),
+        }
     }
 
     /// Size and bytes in use, from `/proc/swaps`.
@@ -339,6 +350,21 @@ impl Tier {
         Ok(())
     }
 }
+
+/// Closes tierd's own mappings over the configured device, or over loop devices on the
+/// configured file, that are not swap areas: a run that died between making one and its
+/// `swapon` left it, and it would hold the device busy.
+fn close_stale_mappings(cfg: &TierConfig, areas: &[swap::SwapArea], sys: &Path) {
+    let device = blockdev::is_block_device(&cfg.path).then(|| cfg.path.clone());
+    for dev in blockdev::loops_backed_by(sys, &cfg.path).into_iter().chain(device) {
+        if let Some(name) = crypt_name(sys, &dev).filter(|n| crypt::is_open(n))
+            && !areas.iter().any(|a| a.path == crypt::mapper_path(&name))
+        {
+            let _ = crypt::close(&name);
+        }
+    }
+}
+
 /// The name of tierd's dm-crypt mapping over `device`: `tierd-tier-loop3`.
 fn crypt_name(sys: &Path, device: &Path) -> Option<String> {
     Some(format!("tierd-tier-{}", blockdev::kernel_name(sys, device)?))

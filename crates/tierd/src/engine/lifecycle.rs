@@ -40,9 +40,9 @@ impl Engine {
                 tier.record.swap_path.display(),
                 tier.record.backing,
                 tier.record.priority,
-                match &tier.clear_because {
-                    None => format!("encrypted (dm-crypt {})", tierd_sys::crypt::CIPHER),
-                    Some(why) => format!("not encrypted: {why}"),
+                match tier.encryption() {
+                    Ok(cipher) => format!("encrypted (dm-crypt {cipher})"),
+                    Err(why) => format!("not encrypted: {why}"),
                 }
             ),
         );

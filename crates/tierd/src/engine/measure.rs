@@ -246,9 +246,9 @@ impl Engine {
         let (Some(log), Some(dev)) = (self.kernel_log.as_mut(), tier.device_number) else { return };
         let before = self.tier_faults;
         let new = self.tier_faults.count(&log.read_new(), dev);
-        let disk = tier.disk.clone().unwrap_or_default();
         // Said when each kind first appears; the counts go on in status, health and metrics.
         if (new.write_errors > 0 && before.write_errors == 0) || (new.read_errors > 0 && before.read_errors == 0) {
+            let disk = tier.disk.as_deref().unwrap_or_default();
             self.events.warn(
                 None,
                 format!(

@@ -28,8 +28,8 @@ impl Engine {
             read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
             utilization: self.tier_view.utilization,
             drained: false,
-            cipher: t.record.crypt.as_ref().map(|_| tierd_sys::crypt::CIPHER.to_string()),
-            not_encrypted_because: t.clear_because.clone(),
+            cipher: t.encryption().ok().map(str::to_string),
+            not_encrypted_because: t.encryption().err(),
             read_errors: self.tier_faults.read_errors,
             write_errors: self.tier_faults.write_errors,
         });
@@ -132,10 +132,7 @@ impl Engine {
                 oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
                 tier_drained: self.tier.is_none(),
                 tier_faults: self.tier_faults,
-                tier_encryption: self.tier.as_ref().map(|t| match &t.record.crypt {
-                    Some(_) => Ok(tierd_sys::crypt::CIPHER.to_string()),
-                    None => Err(t.clear_because.clone().unwrap_or_default()),
-                }),
+                tier_encryption: self.tier.as_ref().map(|t| t.encryption().map(str::to_string)),
             }),
             http_address: self.http_address.clone(),
             uptime_secs: self.started.elapsed().as_secs_f64(),
