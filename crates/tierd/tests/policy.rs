@@ -164,9 +164,18 @@ fn hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit() {
     wait_for("one tenant holding its whole hot set under a quota", Duration::from_secs(60), || {
         ["a", "b"].iter().any(|n| d.tenant(n)["quota_bytes"].as_u64().is_some_and(|q| q >= 320 * MIB))
     });
-    let st = d.status();
-    let quotas: Vec<u64> = st["tenants"].as_array().unwrap().iter().map(|t| u(&t["quota_bytes"])).collect();
-    assert!(quotas.iter().sum::<u64>() <= 512 * MIB + MIB, "within the budget: {quotas:?}");
+    // On v1 a cut the kernel cannot reclaim at once is held partway for a pass or two
+    // while the winner's rise is written; the quotas then settle within the budget.
+    let mut read_quotas = || -> Vec<u64> {
+        d.status()["tenants"].as_array().unwrap().iter().map(|t| u(&t["quota_bytes"])).collect()
+    };
+    let end = Instant::now() + Duration::from_secs(20);
+    let mut quotas = read_quotas();
+    while quotas.iter().sum::<u64>() > 512 * MIB + MIB && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(500));
+        quotas = read_quotas();
+    }
+    assert!(quotas.iter().sum::<u64>() <= 512 * MIB + MIB, "the quotas never settled within the budget: {quotas:?}");
     let winner = if quotas[0] >= 320 * MIB { "a" } else { "b" };
     // The winner runs: its throughput climbs to where a tenant with its hot set in DRAM is.
     wait_for("the winner running from DRAM", Duration::from_secs(30), || {
