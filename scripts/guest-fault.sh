@@ -1,10 +1,14 @@
 # Runs inside the 6.12 guest of scripts/guest-host.sh (busybox sh) when the kernel's
-# command line says tierd.check=fault: the tier is a device-mapper device over the
-# virtual disk, whose table is swapped under tierd's feet, first for one that delays
-# every I/O by 400 ms (a device gone slow), then for one that fails every I/O (a device
-# gone bad). The tier is not encrypted here (--tier-encrypt off), so it is also the
-# control for guest-check.sh's look for plaintext on the disk. Lines starting
-# "guest-fault:" are read by crates/tierd/tests/guests.rs.
+# command line says tierd.check=fault (argument `reads`) or tierd.check=write-fault
+# (`writes`): the tier is a device-mapper device over the virtual disk, whose table is
+# swapped under tierd's feet.
+# - reads: first for one that delays every I/O by 400 ms (a device gone slow), then for
+#   one that fails every I/O (a device gone bad). The tier is not encrypted here
+#   (--tier-encrypt off), so it is also the control for guest-check.sh's look for
+#   plaintext on the disk.
+# - writes: for one that fails writes and serves reads (dm-flakey's error_writes), the
+#   way a worn-out flash device often fails first, while a tenant is demoted.
+# Lines starting "guest-fault:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-fault: $*"; }
 ctl() { tierctl --socket /run/tierd.sock "$@"; }
 table() { # TABLE: swaps the tier's table in place, as a failing device would change
@@ -18,18 +22,21 @@ export DM_DISABLE_UDEV=1
 sectors=$(blockdev --getsz /dev/vda)
 dmsetup create tier --table "0 $sectors linear /dev/vda 0" || { say "fail: dmsetup create"; exit 0; }
 [ -b /dev/mapper/tier ] || { say "fail: no /dev/mapper/tier"; exit 0; }
-# In a service cgroup, as systemd starts it (see guest-check.sh).
-svc=/sys/fs/cgroup/tierd.service
-mkdir $svc
-sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/mapper/tier --tier-encrypt off --dram-budget 64M --ratio 3 --policy tierd \
-  --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
-up=no
-for _ in $(seq 60); do
-  ctl status > /dev/null 2>&1 && { up=yes; break; }
-  sleep 1
-done
-if [ "$up" = yes ]; then
+start_tierd() { # in a service cgroup, as systemd starts it (see guest-check.sh); says whether it came up
+  svc=/sys/fs/cgroup/tierd.service
+  mkdir $svc
+  sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/mapper/tier --tier-encrypt off --dram-budget 64M --ratio 3 --policy tierd \
+    --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
   cg=$svc/tierd/tenants
+  for _ in $(seq 60); do
+    ctl status > /dev/null 2>&1 && return 0
+    sleep 1
+  done
+  say "fail: tierd did not come up"
+  return 1
+}
+
+device_fails() { # slow, then every I/O failing
   # w sweeps its whole 128 MiB after 40 s, so it reads back what is on the tier; rest
   # fills 32 MiB and then touches nothing.
   ctl run --name w --size 128M -- /bin/tierd-bench workload --size 128M --hot 16M --phase active:40s,sweep:600s \
@@ -60,8 +67,35 @@ if [ "$up" = yes ]; then
   done
   ctl events | sed 's/^/guest-fault: event /'
   say "kernel log $(dmesg | grep -c 'error on swap-device') swap I/O errors"
-else
-  say "fail: tierd did not come up"
+}
+
+writes_fail() { # reads served, every write failing, while a tenant fitting in DRAM is demoted
+  # w fills 40 MiB (4 MiB hot), then sweeps it all: each page read back is checked, and
+  # at its end every byte is (exit 2 on any wrong byte).
+  ctl run --name w --size 40M -- /bin/tierd-bench workload --size 40M --hot 4M --phase active:45s,sweep:15s \
+    --json --report 5s
+  sleep 8
+  table "0 $sectors flakey /dev/vda 0 0 3600 1 error_writes"
+  say "demote $(ctl demote w 2>&1 | tr '\n' ' ')"
+  sleep 8
+  say "writes failing status $(ctl status --json | tr -d '\n')"
+  say "writes failing health $(ctl health --json | tr -d '\n')"
+  say "file tenants/w/memory.swap.max $(cat $cg/w/memory.swap.max)"
+  for _ in $(seq 90); do
+    ctl status --json | grep -q '"state": *"running"' || break
+    sleep 1
+  done
+  say "after status $(ctl status --json | tr -d '\n')"
+  say "w output $(tail -n 2 /var/lib/tierd/tenants/w/stdout 2>&1 | tr '\n' ' ')"
+  ctl events | sed 's/^/guest-fault: event /'
+  say "kernel log $(dmesg | grep -c 'Write-error on swap-device') swap write errors"
+}
+
+if start_tierd; then
+  case "${1:-reads}" in
+    writes) writes_fail ;;
+    *) device_fails ;;
+  esac
 fi
 { head -n 8 /tmp/tierd.log; echo ...; tail -n 30 /tmp/tierd.log; } | sed 's/^/guest-log: /'
 say "done"

@@ -5,7 +5,7 @@
 # and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk (the tier
 # is the virtual disk /dev/vda, a real block device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
-# tierd.check=fault) and powers off; crates/tierd/tests/guests.rs boots them.
+# tierd.check=fault or write-fault) and powers off; crates/tierd/tests/guests.rs boots them.
 #
 #   scripts/guest-host.sh             # -> target/guest/host-{6.12,6.1}/{vmlinuz,initrd.img}
 #   scripts/guest-host.sh 6.12        # one of them
@@ -42,8 +42,10 @@ echo "guest-host: kernel $kernel"
 root=$tmp/$series
 mkdir -p "$root"/{bin,proc,sys,dev,tmp,run,var/lib,lib/modules}
 cp target/guest/dl/busybox-static/bin/busybox "$root/bin/busybox"
+# Stripped: the root file system is ramfs in the guest (never swapped), so every byte of
+# it holds the guest's DRAM.
 for b in tierd tierctl tierd-bench; do
-  cp "target/static/x86_64-unknown-linux-gnu/release/$b" "$root/bin/$b"
+  strip -o "$root/bin/$b" "target/static/x86_64-unknown-linux-gnu/release/$b"
 done
 # util-linux's mkswap and blkid, as a host has them (busybox's mkswap lacks -f, and it
 # has no blkid), and dmsetup (the fault check's failing tier), with the libraries they load.
@@ -56,11 +58,11 @@ for b in mkswap blkid dmsetup; do
   done
 done
 # virtio_blk and, where they are modules (6.1), what it needs, in load order; then
-# device-mapper with its delay target, and dm-crypt with the ECB and XTS modes its cipher needs
-# (the guest has no modprobe for the kernel to load them on demand).
+# device-mapper with its delay and flakey targets (the fault checks), and dm-crypt with the
+# ECB and XTS modes its cipher needs (the guest has no modprobe to load them on demand).
 n=0
-for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk dm-mod dm-delay ecb xts \
-  dm-crypt; do
+for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk dm-mod dm-delay dm-flakey \
+  ecb xts dm-crypt; do
   module=$(find "$out/dl/$kernel/lib/modules" -name "$name.ko*" | head -1)
   [ -n "$module" ] || continue
   n=$((n + 1))
@@ -89,7 +91,8 @@ for m in /lib/modules/*.ko; do insmod "$m"; done
 # No udev here: libdevmapper (tierd's dmsetup, the fault check's) makes /dev/mapper nodes itself.
 export DM_DISABLE_UDEV=1
 case " $(cat /proc/cmdline) " in
-  *" tierd.check=fault "*) sh /bin/guest-fault ;;
+  *" tierd.check=fault "*) sh /bin/guest-fault reads ;;
+  *" tierd.check=write-fault "*) sh /bin/guest-fault writes ;;
   *) sh /bin/guest-check ;;
 esac
 poweroff -f

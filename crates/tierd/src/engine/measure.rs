@@ -241,7 +241,7 @@ impl Engine {
 
     /// Counts failed swap I/O on the tier in the kernel's log. At the first, every tenant is
     /// kept off the tier (the plan drops quotas and demotion: `tierd_core::tier_faults`).
-    fn watch_tier_faults(&mut self) {
+    pub(super) fn watch_tier_faults(&mut self) {
         let Some(tier) = self.tier.as_ref() else { return };
         let (Some(log), Some(dev)) = (self.kernel_log.as_mut(), tier.device_number) else { return };
         let before = self.tier_faults;

@@ -247,16 +247,15 @@ impl Engine {
         }
         let seconds = start.elapsed().as_secs_f64();
         let reclaim_start = Instant::now();
-        // Free what was paged out and whatever else of the tenant waits in the swap
-        // cache (pages prefetched but never touched): both are already on the tier.
-        let cached = self.cg.stats(&rel).map(|s| s.swap_cached).unwrap_or(0);
-        let to_free = bytes.map_or(total.bytes + cached, |b| b.min(total.bytes + cached));
-        let freed = match self.cg.reclaim(&rel, to_free) {
-            Ok(f) => f,
-            Err(e) => {
-                self.events.warn(Some(name.as_str()), format!("demoted pages stay in the swap cache: {e}"));
-                0
-            }
+        // A demotion's own writes are where a failing device shows first. Reclaiming
+        // pages whose writes failed retries them, for tens of seconds, with tierd waiting.
+        self.watch_tier_faults();
+        let freed = if self.tier_faults.failing() {
+            let why = "the tier device failed writes: the pages it could not take stay in DRAM";
+            self.events.warn(Some(name.as_str()), why.to_string());
+            0
+        } else {
+            self.free_demoted(name, &rel, bytes, total.bytes)
         };
         let report = MoveReport {
             bytes: total.bytes,
@@ -277,6 +276,20 @@ impl Engine {
             ),
         );
         Ok(report)
+    }
+
+    /// Frees what a demotion paged out and whatever else of the tenant waits in the swap
+    /// cache (pages prefetched but never touched): both are already on the tier.
+    fn free_demoted(&mut self, name: &TenantName, rel: &str, bytes: Option<u64>, demoted: u64) -> u64 {
+        let cached = self.cg.stats(rel).map(|s| s.swap_cached).unwrap_or(0);
+        let to_free = bytes.map_or(demoted + cached, |b| b.min(demoted + cached));
+        match self.cg.reclaim(rel, to_free) {
+            Ok(f) => f,
+            Err(e) => {
+                self.events.warn(Some(name.as_str()), format!("demoted pages stay in the swap cache: {e}"));
+                0
+            }
+        }
     }
 
     /// Starts reading a tenant's swapped memory back (`MADV_WILLNEED`): at most
