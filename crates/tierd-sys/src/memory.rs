@@ -65,6 +65,10 @@ impl AnonMemory {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
+        // A tenant's memory, never locked even in a process that locks its own (tierd,
+        // `lock_own_memory`): the kernel probes' advice must act on it as on a tenant's.
+        // SAFETY: unlocking the mapping just created, over its exact extent.
+        unsafe { libc::munlock(p, len) };
         let advice = match kind {
             PageKind::Thp => Some(libc::MADV_HUGEPAGE),
             PageKind::Small => Some(libc::MADV_NOHUGEPAGE),

@@ -41,6 +41,16 @@ pub fn spawn_in_cgroup(cmd: &mut Command, procs_file: &Path) -> io::Result<Child
 /// a process whose page could not be read back from swap.
 pub const EXIT_BY_SIGBUS: i32 = 128 + libc::SIGBUS;
 
+/// Keeps this process's memory in DRAM from now on, each page locked as it is first
+/// touched (`mlockall` with `MCL_ONFAULT`): tierd's own pages on the tier it manages
+/// would stall it under pressure, and end it with SIGBUS if that device failed.
+/// Neither a forked child nor an exec'd program inherits the lock.
+pub fn lock_own_memory() -> io::Result<()> {
+    // SAFETY: mlockall takes flags only and touches no memory of ours.
+    let r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
 /// Sends `signal` to `pid`.
 pub fn kill(pid: u32, signal: i32) -> io::Result<()> {
     // SAFETY: kill takes plain integers.

@@ -378,6 +378,28 @@ fn memory_charged_before_attach_is_counted_and_tiered() {
     assert_eq!(u(&summary["verified_pages"]), 384 * MIB / 4096, "{summary:#}");
 }
 
+/// tierd's own memory stays in DRAM (locked as touched), so it never waits on, or dies
+/// with, the tier it manages; its kernel probes still see `process_madvise` work.
+#[test]
+fn tierds_own_memory_is_locked_in_dram() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static"]);
+    let pid = u(&d.status()["pid"]);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let locked_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmLck:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    let rss_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(locked_kib * 2 >= rss_kib, "most of tierd's resident memory is locked: {locked_kib} of {rss_kib} KiB");
+    assert!(!d.log().contains("this kernel: process_madvise"), "the probe saw process_madvise fail: {}", d.log());
+}
+
 /// `tierctl doctor` describes the cgroup tierd really works in, and how it works there.
 #[test]
 fn doctor_names_the_cgroup_and_quota_mechanism_tierd_uses() {

@@ -25,12 +25,8 @@ fn main() {
     }
 }
 
-fn run() -> anyhow::Result<()> {
-    let args = Args::parse();
-    if args.print_config {
-        print!("{SAMPLE_CONFIG}");
-        return Ok(());
-    }
+/// The config file's settings with the command line's on top.
+fn merged_config(args: &Args) -> anyhow::Result<RawConfig> {
     let mut raw = match &args.config {
         Some(path) => {
             let text =
@@ -50,19 +46,29 @@ fn run() -> anyhow::Result<()> {
             _ => tierd_core::config::RawPolicy::Name(kind),
         });
     }
-    raw.interval = args.interval.or(raw.interval);
-    raw.oom_grace = args.oom_grace.or(raw.oom_grace);
-    raw.state_dir = args.release.clone().or(args.state_dir).or(raw.state_dir);
-    raw.socket = args.socket.or(raw.socket);
-    raw.cgroup_name = args.cgroup_name.or(raw.cgroup_name);
-    raw.http = args.http.or(raw.http);
-    raw.tracker.window = args.window.or(raw.tracker.window);
+    raw.interval = args.interval.clone().or(raw.interval);
+    raw.oom_grace = args.oom_grace.clone().or(raw.oom_grace);
+    raw.state_dir = args.release.clone().or(args.state_dir.clone()).or(raw.state_dir);
+    raw.socket = args.socket.clone().or(raw.socket);
+    raw.cgroup_name = args.cgroup_name.clone().or(raw.cgroup_name);
+    raw.http = args.http.clone().or(raw.http);
+    raw.tracker.window = args.window.clone().or(raw.tracker.window);
     raw.tracker.sample_pages = args.sample_pages.or(raw.tracker.sample_pages);
-    raw.tier.path = args.tier.or(raw.tier.path);
+    raw.tier.path = args.tier.clone().or(raw.tier.path);
     raw.tier.size = args.tier_size.or(raw.tier.size);
     raw.tier.backing = args.tier_backing.unwrap_or(raw.tier.backing);
     raw.tier.force |= args.force_tier;
     raw.tier.encrypt = args.tier_encrypt.unwrap_or(raw.tier.encrypt);
+    Ok(raw)
+}
+
+fn run() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.print_config {
+        print!("{SAMPLE_CONFIG}");
+        return Ok(());
+    }
+    let raw = merged_config(&args)?;
     let host = ProcFs::new("/proc").mem_total().unwrap_or(0);
     let cfg = raw.validate(host)?;
     let http = cfg.http.as_deref().map(|a| tierd::http::parse_address(a, args.force_http)).transpose()?;
@@ -75,6 +81,9 @@ fn run() -> anyhow::Result<()> {
         return release(cfg);
     }
 
+    if let Err(e) = tierd_sys::process::lock_own_memory() {
+        eprintln!("tierd: warning: cannot lock tierd's own memory in DRAM ({e}): it may be paged out to the tier");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
