@@ -63,6 +63,12 @@ pub struct KernelFeatures {
     pub psi_memory: bool,
     /// zswap: `None` when the kernel lacks it, else whether it is on.
     pub zswap: Option<bool>,
+    /// device-mapper (`/sys/class/misc/device-mapper`), which an encrypted tier needs.
+    #[serde(default)]
+    pub device_mapper: bool,
+    /// The kernel log (`/dev/kmsg`) readable: the only report of a failed swap I/O.
+    #[serde(default)]
+    pub kernel_log: bool,
 }
 
 impl KernelFeatures {
@@ -89,6 +95,8 @@ impl KernelFeatures {
                 .map(|t| u32::from_str_radix(t.trim_start_matches("0x"), 16).is_ok_and(|v| v & 1 != 0)),
             psi_memory: text(&proc.root().join("pressure/memory")).is_some(),
             zswap: text(&sys.join("module/zswap/parameters/enabled")).map(|t| t == "Y" || t == "1"),
+            device_mapper: sys.join("class/misc/device-mapper").exists(),
+            kernel_log: std::fs::File::open(root.join("dev/kmsg")).is_ok(),
         }
     }
 }

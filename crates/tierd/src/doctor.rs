@@ -158,6 +158,7 @@ fn findings(k: &KernelFeatures) -> Vec<Finding> {
         ),
     ]);
     out.extend(optional_findings(k));
+    out.extend(tier_device_findings(k));
     out
 }
 
@@ -229,6 +230,25 @@ fn optional_findings(k: &KernelFeatures) -> Vec<Finding> {
     rows.into_iter().map(|(key, feature, state, note)| Finding { key, feature, state, note }).collect()
 }
 
+/// What keeps the tier's contents private and its failures seen.
+fn tier_device_findings(k: &KernelFeatures) -> [Finding; 2] {
+    [
+        presence(
+            ("device_mapper", "device-mapper (an encrypted tier)"),
+            k.device_mapper,
+            "the tier is encrypted by default: dm-crypt, with a key that lives only in memory (tier.encrypt)",
+            "the tier is written in the clear: a tenant's paged-out memory can be read from the disk \
+             (load dm-mod and dm-crypt to encrypt it)",
+        ),
+        presence(
+            ("kernel_log", "kernel log (/dev/kmsg)"),
+            k.kernel_log,
+            "a failing tier device is seen from the kernel's swap I/O errors",
+            "a failing tier device is seen only when a tenant dies of it (tierd cannot read the kernel's log)",
+        ),
+    ]
+}
+
 fn choices(k: &KernelFeatures) -> Vec<Choice> {
     let quota = match k.cgroup.as_ref().map(|c| c.version) {
         Some(Version::V2) => "memory.high: the kernel throttles a tenant over its quota instead of failing it",
@@ -294,6 +314,8 @@ mod tests {
             mglru: Some(false),
             psi_memory: true,
             zswap: Some(false),
+            device_mapper: true,
+            kernel_log: true,
         }
     }
 
@@ -337,6 +359,17 @@ mod tests {
         let r = Report::new(k);
         assert!(r.blocker.as_deref().is_some_and(|b| b.contains("Delegate=yes")), "{:?}", r.blocker);
         assert!(r.render().contains("tierd cannot run here"));
+    }
+
+    #[test]
+    fn a_kernel_without_device_mapper_is_told_its_tier_is_in_the_clear() {
+        let mut k = kernel(Version::V2, ALL);
+        k.device_mapper = false;
+        let r = Report::new(k);
+        assert_eq!(finding(&r, "device_mapper").state, State::No);
+        assert!(finding(&r, "device_mapper").note.contains("in the clear"), "{r:#?}");
+        assert!(r.render().contains("no   device-mapper (an encrypted tier)"), "{}", r.render());
+        assert!(finding(&Report::new(kernel(Version::V2, ALL)), "device_mapper").note.contains("encrypted by default"));
     }
 
     #[test]
