@@ -6,28 +6,8 @@ impl Engine {
     /// Carries out a plan: the group limit, then quotas (lowered ones first, so the
     /// group never needs more than it has), then page moves.
     pub(super) fn enforce(&mut self, plan: &Plan) {
-        if plan.group_limit != self.group_limit {
-            match self.cg.set_limit(&self.group_rel(), plan.group_limit) {
-                Ok(()) => self.group_limit = plan.group_limit,
-                Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
-            }
-        }
-        // Host-wide reclaim honours a tenant's protection only within its parent's.
-        let guaranteed = self.tenants.values().filter(|t| t.is_running()).map(|t| t.spec.guaranteed()).sum();
-        if self.group_protected != Some(guaranteed) {
-            match self.cg.set_protection(&self.group_rel(), guaranteed) {
-                Ok(()) => self.group_protected = Some(guaranteed),
-                Err(e) => self.events.warn(None, format!("cannot protect the tenants' guaranteed DRAM: {e}")),
-            }
-        }
-        let kinds: Vec<&'static str> = plan.notes.iter().map(|n| n.kind()).collect();
-        if kinds != self.note_kinds {
-            for note in &plan.notes {
-                self.events.decision(None, note.to_string());
-            }
-            self.note_kinds = kinds;
-        }
-        self.notes = plan.notes.clone();
+        self.set_group_limits(plan);
+        self.record_notes(plan);
         let now = now_secs();
         let mut order: Vec<&TenantPlan> = plan.tenants.iter().collect();
         order.sort_by_key(|p| {
@@ -111,6 +91,69 @@ impl Engine {
         }
     }
 
+    /// The group's limit (the budget, or less) and its protection: the sum of the
+    /// running tenants' guarantees.
+    fn set_group_limits(&mut self, plan: &Plan) {
+        if plan.group_limit != self.group_limit {
+            match self.cg.set_limit(&self.group_rel(), plan.group_limit) {
+                Ok(()) => self.group_limit = plan.group_limit,
+                Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
+            }
+        }
+        // Host-wide reclaim honours a tenant's protection only within its parent's.
+        let guaranteed = self.tenants.values().filter(|t| t.is_running()).map(|t| t.spec.guaranteed()).sum();
+        if self.group_protected != Some(guaranteed) {
+            match self.cg.set_protection(&self.group_rel(), guaranteed) {
+                Ok(()) => self.group_protected = Some(guaranteed),
+                Err(e) => self.events.warn(None, format!("cannot protect the tenants' guaranteed DRAM: {e}")),
+            }
+        }
+    }
+
+    /// The plan's host-wide notes, logged when their kinds change.
+    fn record_notes(&mut self, plan: &Plan) {
+        let kinds: Vec<&'static str> = plan.notes.iter().map(|n| n.kind()).collect();
+        if kinds != self.note_kinds {
+            for note in &plan.notes {
+                self.events.decision(None, note.to_string());
+            }
+            self.note_kinds = kinds;
+        }
+        self.notes = plan.notes.clone();
+    }
+
+    /// A cut the kernel could not reclaim all the way down to (v1): it freed what it
+    /// could. Holds the tenant there so it does not grow back; the next pass cuts again.
+    /// (Logged as a warning, this came at nearly every login-storm tenant's rest.)
+    fn hold_partway(&mut self, tp: &TenantPlan, rel: &str, now: f64, e: &tierd_sys::cgroup::CgroupError) {
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return };
+        let partway = self
+            .cg
+            .stats(rel)
+            .ok()
+            .map(|s| (s.usage + QUOTA_SLACK).next_multiple_of(4096))
+            .filter(|&p| t.quota.is_none_or(|q| p + QUOTA_SLACK < q));
+        match partway.map(|p| (p, self.cg.set_limit(rel, Some(p)))) {
+            Some((p, Ok(()))) => {
+                let msg = format!(
+                    "quota {} → {} on its way to {}, as far as the kernel could reclaim for now: {}",
+                    show_quota(t.quota),
+                    human(p),
+                    show_quota(tp.quota),
+                    tp.reason
+                );
+                t.quota_written(Some(p));
+                t.reason = tp.reason.clone();
+                t.decide(now, msg.clone());
+                self.events.decision(Some(tp.name.as_str()), msg);
+            }
+            _ => self.events.info(
+                Some(tp.name.as_str()),
+                format!("quota cut to {} waits: the kernel could not reclaim yet ({e})", show_quota(tp.quota)),
+            ),
+        }
+    }
+
     /// Whether the plan lowers the tenant's quota (`None`: no such running tenant).
     pub(super) fn falling(&self, tp: &TenantPlan) -> Option<bool> {
         let t = self.tenants.get(&tp.name).filter(|t| t.is_running())?;
@@ -160,40 +203,7 @@ impl Engine {
                         told = true;
                     }
                 }
-                // A cut the kernel could not reclaim all the way down to (v1): it
-                // freed what it could. Hold the tenant there so it does not grow
-                // back; the next pass cuts again. (Logged as a warning, this came
-                // at nearly every login-storm tenant's rest.)
-                Err(e) if falling && e.is_busy() => {
-                    let partway = self
-                        .cg
-                        .stats(&rel)
-                        .ok()
-                        .map(|s| (s.usage + QUOTA_SLACK).next_multiple_of(4096))
-                        .filter(|&p| t.quota.is_none_or(|q| p + QUOTA_SLACK < q));
-                    match partway.map(|p| (p, self.cg.set_limit(&rel, Some(p)))) {
-                        Some((p, Ok(()))) => {
-                            let msg = format!(
-                                "quota {} → {} on its way to {}, as far as the kernel could reclaim for now: {}",
-                                show_quota(t.quota),
-                                human(p),
-                                show_quota(tp.quota),
-                                tp.reason
-                            );
-                            t.quota_written(Some(p));
-                            t.reason = tp.reason.clone();
-                            t.decide(now, msg.clone());
-                            self.events.decision(Some(tp.name.as_str()), msg);
-                        }
-                        _ => self.events.info(
-                            Some(tp.name.as_str()),
-                            format!(
-                                "quota cut to {} waits: the kernel could not reclaim yet ({e})",
-                                show_quota(tp.quota)
-                            ),
-                        ),
-                    }
-                }
+                Err(e) if falling && e.is_busy() => self.hold_partway(tp, &rel, now, &e),
                 Err(e) => {
                     t.count_error("cgroup limit");
                     self.events.warn(Some(tp.name.as_str()), format!("cannot set quota {}: {e}", show_quota(tp.quota)));
