@@ -166,9 +166,8 @@ fn hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit() {
     });
     // On v1 a cut the kernel cannot reclaim at once is held partway for a pass or two
     // while the winner's rise is written; the quotas then settle within the budget.
-    let mut read_quotas = || -> Vec<u64> {
-        d.status()["tenants"].as_array().unwrap().iter().map(|t| u(&t["quota_bytes"])).collect()
-    };
+    let mut read_quotas =
+        || -> Vec<u64> { d.status()["tenants"].as_array().unwrap().iter().map(|t| u(&t["quota_bytes"])).collect() };
     let end = Instant::now() + Duration::from_secs(20);
     let mut quotas = read_quotas();
     while quotas.iter().sum::<u64>() > 512 * MIB + MIB && Instant::now() < end {
