@@ -235,6 +235,22 @@ fn on_6_1_without_pagemap_scan_the_tracker_reads_pagemap_entries_and_says_so() {
     );
 }
 
+/// Boots the 6.12 guest for fault check `check` (scripts/guest-fault.sh); its console
+/// and its `guest-` lines, once the script said nothing failed on its side.
+fn fault_boot(check: &str, disk_mib: u64, timeout: Duration) -> Option<(String, String)> {
+    let (kernel, initrd) = image("6.12")?;
+    let console = boot(&kernel, &initrd, disk_mib, &format!("tierd.check={check}"), timeout);
+    let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
+    assert!(!log.contains("guest-fault: fail:"), "{log}");
+    Some((console, log))
+}
+
+/// Tenant `name` in a status.
+fn tenant_in(status: &Value, name: &str, log: &str) -> Value {
+    let t = status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
+    t.unwrap_or_else(|| panic!("no tenant {name}\n{log}"))
+}
+
 /// The JSON after `guest-fault: KEY ` on the console.
 fn fault_json(console: &str, key: &str, log: &str) -> Value {
     let line = said_by(console, "guest-fault", key);
@@ -252,15 +268,9 @@ fn check<'a>(health: &'a Value, name: &str) -> Option<&'a Value> {
 /// tier, and names the tenant that lost a page.
 #[test]
 fn in_a_6_12_guest_a_tier_device_that_goes_slow_then_fails_turns_health_red_and_stops_demotion() {
-    let Some((kernel, initrd)) = image("6.12") else { return };
-    let console = boot(&kernel, &initrd, 512, "tierd.check=fault", Duration::from_secs(900));
-    let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
-    assert!(!log.contains("guest-fault: fail:"), "{log}");
+    let Some((console, log)) = fault_boot("fault", 512, Duration::from_secs(900)) else { return };
     let before = fault_json(&console, "before", &log);
-    let tier = |s: &Value, name: &str| {
-        let t = s["tenants"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
-        t.unwrap_or_else(|| panic!("no tenant {name}\n{log}"))
-    };
+    let tier = |s: &Value, name: &str| tenant_in(s, name, &log);
     assert!(tier(&before, "w")["tier_bytes"].as_u64().unwrap() >= 16 * MIB, "w was tiered first\n{log}");
     assert_eq!(before["tier"]["write_errors"], 0, "{log}");
     // The control for the encrypted guest's look at its disk: a clear tier shows the text.
@@ -316,10 +326,7 @@ fn in_a_6_12_guest_a_tier_device_that_goes_slow_then_fails_turns_health_red_and_
 /// counts the failed writes, turns health red and keeps the tenant off the tier.
 #[test]
 fn in_a_6_12_guest_a_tier_device_that_fails_writes_leaves_the_tenants_data_whole_in_dram() {
-    let Some((kernel, initrd)) = image("6.12") else { return };
-    let console = boot(&kernel, &initrd, 256, "tierd.check=write-fault", Duration::from_secs(600));
-    let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
-    assert!(!log.contains("guest-fault: fail:"), "{log}");
+    let Some((console, log)) = fault_boot("write-fault", 256, Duration::from_secs(600)) else { return };
     let failing = fault_json(&console, "writes failing status", &log);
     let errors = (failing["tier"]["write_errors"].as_u64(), failing["tier"]["read_errors"].as_u64());
     assert!(errors.0 >= Some(1) && errors.1 == Some(0), "failed writes counted, no failed read: {errors:?}\n{log}");
@@ -330,8 +337,7 @@ fn in_a_6_12_guest_a_tier_device_that_fails_writes_leaves_the_tenants_data_whole
     eprintln!("demote while writes fail: {}", said_fault(&console, "demote"));
     // w swept all 40 MiB and checked every byte at its end (exit 2 on a wrong one).
     let after = fault_json(&console, "after status", &log);
-    let w = after["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "w").cloned();
-    let w = w.unwrap_or_else(|| panic!("no tenant w\n{log}"));
+    let w = tenant_in(&after, "w", &log);
     assert_eq!((w["state"].as_str(), w["exit_code"].as_i64()), (Some("exited"), Some(0)), "{w:#}\n{log}");
     eprintln!(
         "{}",
