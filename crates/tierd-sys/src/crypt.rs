@@ -17,6 +17,11 @@ pub const CIPHER: &str = "aes-xts-plain64";
 /// AES-256 in XTS mode takes two 256-bit keys.
 const KEY_BYTES: usize = 64;
 
+/// Whether the kernel has device-mapper (sysfs at `sys`), which every mapping needs.
+pub fn has_device_mapper(sys: &Path) -> bool {
+    sys.join("class/misc/device-mapper").exists()
+}
+
 /// The mapping's node, `/dev/mapper/NAME`.
 pub fn mapper_path(name: &str) -> PathBuf {
     Path::new("/dev/mapper").join(name)

@@ -95,7 +95,7 @@ impl KernelFeatures {
                 .map(|t| u32::from_str_radix(t.trim_start_matches("0x"), 16).is_ok_and(|v| v & 1 != 0)),
             psi_memory: text(&proc.root().join("pressure/memory")).is_some(),
             zswap: text(&sys.join("module/zswap/parameters/enabled")).map(|t| t == "Y" || t == "1"),
-            device_mapper: sys.join("class/misc/device-mapper").exists(),
+            device_mapper: crate::crypt::has_device_mapper(&sys),
             kernel_log: std::fs::File::open(root.join("dev/kmsg")).is_ok(),
         }
     }

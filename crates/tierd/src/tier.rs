@@ -394,7 +394,7 @@ fn encrypt(
             }
             match crypt::open(&name, device, size / 512) {
                 Ok(_) => return Ok((Some(CryptRecord { name, device: device.to_path_buf() }), None)),
-                Err(_) if !sys.join("class/misc/device-mapper").exists() => "this kernel has no device-mapper".into(),
+                Err(_) if !crypt::has_device_mapper(sys) => "this kernel has no device-mapper".into(),
                 Err(e) => format!("no dm-crypt: {e}"),
             }
         }

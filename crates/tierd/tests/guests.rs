@@ -314,10 +314,7 @@ fn in_a_6_12_guest_a_tier_device_that_goes_slow_then_fails_turns_health_red_and_
         assert_eq!(tier(&late, t)["state"], "running", "{log}");
     }
     assert_eq!(tier(&late, "late")["tier_bytes"], 0, "{log}");
-    eprintln!(
-        "{}",
-        log.lines().filter(|l| l.contains("event") || l.contains("kernel log")).collect::<Vec<_>>().join("\n")
-    );
+    print_events(&log);
 }
 
 /// The tier fails writes and serves reads (dm-flakey's `error_writes`, as worn flash
@@ -339,6 +336,11 @@ fn in_a_6_12_guest_a_tier_device_that_fails_writes_leaves_the_tenants_data_whole
     let after = fault_json(&console, "after status", &log);
     let w = tenant_in(&after, "w", &log);
     assert_eq!((w["state"].as_str(), w["exit_code"].as_i64()), (Some("exited"), Some(0)), "{w:#}\n{log}");
+    print_events(&log);
+}
+
+/// tierd's events and the kernel's count of swap errors, as the fault check printed them.
+fn print_events(log: &str) {
     eprintln!(
         "{}",
         log.lines().filter(|l| l.contains("event") || l.contains("kernel log")).collect::<Vec<_>>().join("\n")

@@ -386,16 +386,12 @@ fn tierds_own_memory_is_locked_in_dram() {
     let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static"]);
     let pid = u(&d.status()["pid"]);
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let locked_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmLck:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    let rss_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
+    let kib = |field: &str| -> u64 {
+        let value =
+            status.lines().find_map(|l| l.strip_prefix(field)).unwrap_or_else(|| panic!("no {field}: {status}"));
+        value.trim().trim_end_matches("kB").trim().parse().unwrap()
+    };
+    let (locked_kib, rss_kib) = (kib("VmLck:"), kib("VmRSS:"));
     assert!(locked_kib * 2 >= rss_kib, "most of tierd's resident memory is locked: {locked_kib} of {rss_kib} KiB");
     assert!(!d.log().contains("this kernel: process_madvise"), "the probe saw process_madvise fail: {}", d.log());
 }
