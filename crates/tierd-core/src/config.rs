@@ -159,6 +159,9 @@ pub struct RawConfig {
     pub cgroup_name: Option<String>,
     /// Address of the HTTP server (metrics, dashboard); unset: off.
     pub http: Option<String>,
+    /// Cgroup hierarchy paths (`/machine.slice`) below which `tierctl adopt` may take a
+    /// cgroup tierd did not create as a tenant; below tierd's own cgroup it always may.
+    pub adopt_roots: Option<Vec<String>>,
     pub tier: RawTier,
     pub tracker: RawTracker,
 }
@@ -212,6 +215,8 @@ pub struct Config {
     pub cgroup_name: String,
     /// Address of the HTTP server, as written (the daemon checks it is loopback).
     pub http: Option<String>,
+    /// See [`RawConfig::adopt_roots`].
+    pub adopt_roots: Vec<String>,
     pub tier: TierConfig,
     pub tracker: TrackerConfig,
 }
@@ -271,6 +276,9 @@ impl RawConfig {
             errs.push(format!("cgroup_name: {e}"));
         }
 
+        let adopt_roots = self.adopt_roots.clone().unwrap_or_default();
+        errs.extend(adopt_roots.iter().filter_map(|r| adopt_root_problem(r)));
+
         let embedded = self.tier.path.is_none();
         let path = self.tier.path.clone().unwrap_or_else(|| state_dir.join("tier.swap"));
         if !path.is_absolute() {
@@ -324,6 +332,7 @@ impl RawConfig {
             socket,
             cgroup_name,
             http: self.http.clone(),
+            adopt_roots: adopt_roots.iter().map(|r| r.trim_end_matches('/').to_string()).collect(),
             tier: TierConfig {
                 path,
                 size,
@@ -335,6 +344,22 @@ impl RawConfig {
             tracker: TrackerConfig { sample_pages, window, cpu_budget },
         })
     }
+}
+
+/// Why `root` cannot be an adoptable root, if it cannot.
+fn adopt_root_problem(root: &str) -> Option<String> {
+    let parts: Vec<&str> = root.trim_end_matches('/').split('/').skip(1).collect();
+    if !root.starts_with('/') || parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+        return Some(format!("adopt_roots {root:?} must be a cgroup path such as /machine.slice"));
+    }
+    if parts.is_empty() {
+        return Some(
+            "adopt_roots \"/\" would let tierd write the memory limits of every cgroup on the host, system \
+             services included; name the slices that hold your workloads"
+                .into(),
+        );
+    }
+    None
 }
 
 fn parse_duration(key: &str, text: Option<&str>, default: Duration, errs: &mut Vec<String>) -> Duration {
@@ -383,6 +408,18 @@ mod tests {
         assert!(e.to_string().contains("unknown field `budget`"), "{e}");
         let e = RawConfig::from_toml("[tier]\nsise = \"1G\"\n").unwrap_err();
         assert!(e.to_string().contains("unknown field `sise`"), "{e}");
+    }
+
+    #[test]
+    fn adopt_roots_are_cgroup_paths_and_never_the_whole_host() {
+        let roots = |toml: &str| RawConfig::from_toml(toml).unwrap().validate(HOST);
+        let c = roots("adopt_roots = [\"/machine.slice/\", \"/kubepods.slice\"]\n").unwrap();
+        assert_eq!(c.adopt_roots, ["/machine.slice", "/kubepods.slice"]);
+        assert!(roots("").unwrap().adopt_roots.is_empty(), "by default only tierd's own cgroup");
+        for bad in ["/", "machine.slice", "/a/../b", "/a//b"] {
+            let e = roots(&format!("adopt_roots = [{bad:?}]\n")).unwrap_err();
+            assert!(e.to_string().contains("adopt_roots"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -30,6 +30,15 @@ pub enum Request {
         spec: TenantSpec,
         pid: u32,
     },
+    /// Take an existing cgroup (a hierarchy path) as a tenant.
+    Adopt {
+        spec: TenantSpec,
+        cgroup: String,
+    },
+    /// Let an adopted tenant go, its cgroup's settings put back.
+    Release {
+        name: TenantName,
+    },
     /// Stop managing a tenant; its processes keep running without limits.
     Detach {
         name: TenantName,
@@ -215,6 +224,9 @@ pub struct TenantStatus {
     /// processes had before `attach` (the kernel moves no charges).
     #[serde(default)]
     pub charged_elsewhere_bytes: u64,
+    /// The cgroup it was adopted in (`tierctl adopt`); unset for tierd's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted_cgroup: Option<String>,
     pub tier_bytes: u64,
     pub huge_bytes: u64,
     pub pinned_bytes: u64,

@@ -62,6 +62,10 @@ pub struct Args {
     /// Name of tierd's cgroup subtree under its own cgroup.
     #[arg(long)]
     pub cgroup_name: Option<String>,
+    /// A cgroup path below which `tierctl adopt` may take cgroups tierd did not create
+    /// (e.g. /machine.slice); may be given more than once. Adds to the config's adopt_roots.
+    #[arg(long = "adopt-root", value_name = "CGROUP")]
+    pub adopt_roots: Vec<String>,
     /// Serve /metrics (Prometheus) and the live dashboard at / on this address, e.g.
     /// 127.0.0.1:9464 (off by default; port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]

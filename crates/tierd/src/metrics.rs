@@ -261,6 +261,7 @@ pub(crate) mod tests {
             reserve_bytes: 0,
             no_tier: false,
             charged_elsewhere_bytes: 0,
+            adopted_cgroup: None,
             limit_bytes: None,
             shares: 100,
             active_bytes: Some(150),

@@ -88,6 +88,11 @@ pub fn dispatch(e: &mut Engine, req: Request) -> Response {
                 e.attach(spec, pid)?;
                 serde_json::json!({ "name": name, "pid": pid })
             }
+            Request::Adopt { spec, cgroup } => {
+                let name = spec.name.to_string();
+                serde_json::json!({ "name": name, "pids": e.adopt(spec, &cgroup)? })
+            }
+            Request::Release { name } => serde_json::json!({ "cgroup": e.release(&name)? }),
             Request::Detach { name } => serde_json::json!({ "pids": e.detach(&name)? }),
             Request::Remove { name } => {
                 e.remove(&name)?;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tierd_core::tenant::TenantSpec;
 
-use crate::tenant::Life;
+use crate::tenant::{Adoption, Life};
 use crate::tier::TierRecord;
 
 /// One tenant as saved.
@@ -15,6 +15,9 @@ pub struct SavedTenant {
     pub spec: TenantSpec,
     pub argv: Vec<String>,
     pub life: Life,
+    /// The cgroup it was adopted in and the settings to put back there (`tierctl adopt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted: Option<Adoption>,
 }
 
 /// The saved state.
@@ -81,6 +84,7 @@ mod tests {
                     spec: tierd_core::tenant::TenantSpec::new(TenantName::new(n).unwrap()),
                     argv: vec![],
                     life: Life::Running,
+                    adopted: None,
                 })
                 .collect(),
         };
@@ -106,11 +110,16 @@ mod tests {
                 spec: TenantSpec::new(TenantName::new("db").unwrap()),
                 argv: vec!["x".into()],
                 life: Life::Exited { code: Some(3) },
+                adopted: Some(Adoption {
+                    cgroup: "/machine.slice/vm1.scope".into(),
+                    settings: vec![("memory.high".into(), "max".into())],
+                }),
             }],
         };
         s.save(t.path()).unwrap();
         let back = SavedState::load(t.path()).unwrap();
         assert_eq!(back.tenants[0].life, Life::Exited { code: Some(3) });
+        assert_eq!(back.tenants[0].adopted, s.tenants[0].adopted, "what to put back outlives tierd");
         assert_eq!(back.tenants[0].spec.name.as_str(), "db");
     }
 
@@ -134,6 +143,7 @@ mod tests {
                     spec: tierd_core::tenant::TenantSpec::new(TenantName::new("db").unwrap()),
                     argv: vec!["sleep".into(), "9".into()],
                     life: Life::Running,
+                    adopted: None,
                 }],
             };
             let text = serde_json::to_string_pretty(&good).unwrap();

@@ -115,10 +115,22 @@ impl OwnFaults {
     }
 }
 
+/// A cgroup tierd did not create, taken as a tenant: tierd writes its memory-control
+/// files and puts them back as they were when it lets go; its processes stay put.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Adoption {
+    /// Its path in the cgroup hierarchy (`/machine.slice/vm1.scope`).
+    pub cgroup: String,
+    /// Its memory-control files as tierd found them.
+    pub settings: tierd_sys::cgroup::Settings,
+}
+
 /// A managed tenant.
 #[derive(Debug)]
 pub struct Tenant {
     pub spec: TenantSpec,
+    /// Set for a cgroup tierd adopted rather than created (`tierctl adopt`).
+    pub adopted: Option<Adoption>,
     pub argv: Vec<String>,
     pub life: Life,
     /// Processes now in the tenant's cgroup, each pinned by a pidfd.
@@ -203,6 +215,7 @@ impl Tenant {
             relayout_tally: (0, 0),
             guest: None,
             guest_said: None,
+            adopted: None,
         }
     }
 

@@ -616,3 +616,111 @@ fn tier_drain_refuses_what_does_not_fit_and_reads_back_what_does() {
     assert!(d.stop().success(), "{}", d.log());
     assert!(d.owned_swaps().is_empty(), "the new tier is swapped off on shutdown");
 }
+
+/// A cgroup made beside tierd's own subtree, standing for a VM's or container's cgroup
+/// tierd did not create; removed, with its process killed, however the test ends.
+struct Foreign {
+    dir: std::path::PathBuf,
+    pid: Option<u32>,
+}
+
+impl Foreign {
+    /// Makes `<test cgroup>/<tierd's cgroup name>-foreign/app` with `swappiness` set.
+    fn new(d: &Daemon, swappiness: &str) -> Foreign {
+        let dir = own_memory_cgroup().join(format!("{}-foreign", d.cgroup_name)).join("app");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("memory.swappiness"), swappiness).unwrap();
+        Foreign { dir, pid: None }
+    }
+
+    /// Its path in the hierarchy, as `tierctl adopt` takes it.
+    fn path(&self) -> String {
+        format!("{}/{}", own_memory_path(), self.dir.strip_prefix(own_memory_cgroup()).unwrap().display())
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(self.dir.join(file)).unwrap().trim().to_string()
+    }
+
+    /// Its memory-control files as tierd would change them.
+    fn settings(&self) -> Vec<String> {
+        ["memory.limit_in_bytes", "memory.swappiness", "memory.oom_control"].map(|f| self.read(f)).to_vec()
+    }
+}
+
+/// The test's own memory cgroup as a hierarchy path (`/proc/self/cgroup`).
+fn own_memory_path() -> String {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    own.lines().find_map(|l| l.split_once(":memory:")).map(|(_, p)| p.trim_end_matches('/').to_string()).unwrap()
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid.filter(|&p| alive(p)) {
+            send_signal(pid, 9);
+        }
+        let parent = self.dir.parent().unwrap().to_path_buf();
+        tierd_sys::cgroup::remove_tree(&parent, Duration::from_secs(10));
+    }
+}
+
+/// `tierctl adopt` takes a cgroup tierd did not create as a tenant: its quota is
+/// written there, its memory is tiered, its processes stay where they are, a restart
+/// after `kill -9` takes it over again, and a clean stop and `tierctl release` each put
+/// its settings back as they were.
+#[test]
+fn an_adopted_cgroup_is_tiered_and_gets_its_own_settings_back() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--ratio", "2", "--interval", "1s"]);
+    let mut f = Foreign::new(&d, "37");
+    let before = f.settings();
+    let out = d.state_dir().join("app.out");
+    let work = format!(
+        "echo $$ > {}/cgroup.procs && exec {} workload --size 96M --hot 16M --phase active:45s --json --report 5s",
+        f.dir.display(),
+        bench_bin().display()
+    );
+    let mut app = Command::new("sh").args(["-c", &work]).stdout(std::fs::File::create(&out).unwrap()).spawn().unwrap();
+    f.pid = Some(app.id());
+    let output = || std::fs::read_to_string(&out).unwrap_or_default();
+    wait_for("the workload to fill", Duration::from_secs(60), || output().contains("\"phase\""));
+
+    // Refused: outside the adoptable roots, tierd's own tenants, a path that is no cgroup path.
+    for (bad, why) in [("/elsewhere/app", "adopt_roots"), ("relative/app", "not a cgroup path")] {
+        let e = String::from_utf8_lossy(&d.try_ctl(&["adopt", bad, "--name", "x"]).stderr).to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+    let own_tenants = format!("{}/{}/tenants", own_memory_path(), d.cgroup_name);
+    let e = String::from_utf8_lossy(&d.try_ctl(&["adopt", &own_tenants, "--name", "x"]).stderr).to_string();
+    assert!(e.contains("tierd's own"), "{e}");
+
+    d.ctl(&["adopt", &f.path(), "--size", "96M"]);
+    let t = d.tenant("app");
+    assert_eq!(t["adopted_cgroup"], f.path(), "{t:#}");
+    assert_eq!(t["pids"][0], app.id(), "{t:#}");
+    assert_ne!(f.settings(), before, "tierd wrote its quota there");
+    assert!(f.read("memory.oom_control").contains("oom_kill_disable 1"), "a quota makes a fault wait, not die");
+    let e = String::from_utf8_lossy(&d.try_ctl(&["detach", "app"]).stderr).to_string();
+    assert!(e.contains("tierctl release app"), "{e}");
+    d.ctl(&["demote", "app"]);
+    wait_for("its memory on the tier", Duration::from_secs(20), || u(&d.tenant("app")["tier_bytes"]) >= 32 * MIB);
+
+    // kill -9 and a restart: taken over again from the saved state; a clean stop gives back.
+    d.kill9();
+    d.spawn();
+    assert_eq!(d.tenant("app")["adopted_cgroup"], f.path());
+    d.stop();
+    assert_eq!(f.settings(), before, "a clean stop puts the settings back");
+    d.spawn();
+    wait_for("the quota written again", Duration::from_secs(20), || f.settings() != before);
+
+    d.ctl(&["release", "app"]);
+    assert_eq!(f.settings(), before, "release puts the settings back");
+    assert!(d.status()["tenants"].as_array().unwrap().is_empty());
+    let cg = std::fs::read_to_string(format!("/proc/{}/cgroup", app.id())).unwrap();
+    assert!(cg.contains(&format!("{}-foreign/app", d.cgroup_name)), "its process never moved: {cg}");
+    assert!(app.wait().unwrap().success(), "{}", output());
+    let summary = output().lines().rev().find(|l| l.contains("\"summary\":true")).map(str::to_string);
+    let summary: serde_json::Value = serde_json::from_str(&summary.unwrap_or_default()).unwrap();
+    assert_eq!(u(&summary["verified_pages"]), 96 * MIB / 4096, "{summary:#}");
+}

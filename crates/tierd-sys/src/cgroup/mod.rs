@@ -5,6 +5,7 @@
 //! with `..` or a leading `/` is refused. All access is plain file I/O under a root
 //! directory, so tests run both backends on fixture trees.
 
+mod reach;
 mod v1;
 mod v2;
 
@@ -112,6 +113,13 @@ pub enum CgroupError {
     /// no usable memory controller
     #[error("no memory cgroup controller found: {0}")]
     NoController(String),
+    /// an absolute cgroup path outside the roots tierd may adopt below
+    #[error(
+        "cgroup {0} is outside the cgroups tierd may adopt (below {roots}); add its parent to adopt_roots \
+         in tierd's config to let tierd write its memory limits",
+        roots = .1.join(", ")
+    )]
+    NotAdoptable(String, Vec<String>),
     /// the v2 parent does not delegate the memory controller
     #[error(
         "the cgroup tierd runs in ({0}) does not enable the memory controller for its children; \
@@ -181,7 +189,34 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn set_protection(&self, _rel: &str, _bytes: u64) -> Result<(), CgroupError> {
         Ok(())
     }
+    /// The processes of a cgroup and of the cgroups below it.
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError>;
+    /// Lets absolute hierarchy paths below `roots` (as well as below tierd's own cgroup)
+    /// be used as `rel` in the calls that read and write a cgroup's memory-control
+    /// files; creating, removing and moving processes stay within tierd's subtree.
+    fn allow_adoption(&mut self, roots: &[String]);
+    /// Readies an existing cgroup tierd did not create for its quota: v1 sets what a
+    /// task meets at the limit, as [`MemoryController::create`] does; v2 needs nothing.
+    fn take_over(&self, _rel: &str, _at_limit: AtLimit) -> Result<(), CgroupError> {
+        Ok(())
+    }
+    /// The memory-control files tierd writes in a cgroup, with their values now, in the
+    /// form they are written back in by [`MemoryController::restore`].
+    fn settings(&self, rel: &str) -> Result<Settings, CgroupError>;
+    /// Writes saved settings back, each file even when an earlier one fails; the first
+    /// failure is returned.
+    fn restore(&self, rel: &str, settings: &Settings) -> Result<(), CgroupError> {
+        let dir = self.dir(rel)?;
+        let mut first = None;
+        for (file, value) in settings {
+            if let Err(e) = crate::write_text(&dir.join(file), value) {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), |e| Err(e.into()))
+    }
+    /// The directory `rel` stands for, where tierd may write (see [`MemoryController::allow_adoption`]).
+    fn dir(&self, rel: &str) -> Result<PathBuf, CgroupError>;
     fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError>;
     /// tierd's own cgroup as `/proc/PID/cgroup` names it (the path `base` stands for).
     fn own(&self) -> &str;
@@ -197,6 +232,26 @@ pub trait MemoryController: Send + Sync + std::fmt::Debug {
     fn contains_pid(&self, proc: &ProcFs, pid: u32) -> Result<bool, CgroupError> {
         Ok(path_is_below(&proc.memory_cgroup(Some(pid))?, self.own()))
     }
+}
+
+/// A cgroup's memory-control files as tierd found them: (file name, value to write back),
+/// in the order they are written back in.
+pub type Settings = Vec<(String, String)>;
+
+/// Reads the `files` of `dir` that exist, each value made writable by `writable`.
+pub(crate) fn read_settings(
+    dir: &Path,
+    files: &[&str],
+    writable: impl Fn(&str, &str) -> String,
+) -> Result<Settings, CgroupError> {
+    let mut out = Vec::new();
+    for file in files {
+        let path = dir.join(file);
+        if path.exists() {
+            out.push((file.to_string(), writable(file, read_text(&path)?.trim())));
+        }
+    }
+    Ok(out)
 }
 
 /// Removes a cgroup directory and every cgroup below it, deepest first, retrying for
@@ -264,6 +319,16 @@ pub(crate) fn read_procs(file: &Path) -> Result<Vec<u32>, CgroupError> {
     Ok(read_text(file)?.lines().filter_map(|l| l.trim().parse().ok()).collect())
 }
 
+/// The processes of `dir` and of the cgroups below it (an adopted container's cgroup
+/// often holds its processes in children).
+pub(crate) fn procs_below(dir: &Path) -> Result<Vec<u32>, CgroupError> {
+    let mut out = read_procs(&dir.join("cgroup.procs"))?;
+    for child in list_children(dir).unwrap_or_default() {
+        out.extend(procs_below(&dir.join(child)).unwrap_or_default());
+    }
+    Ok(out)
+}
+
 pub(crate) fn remove_dir(dir: &Path) -> Result<(), CgroupError> {
     match std::fs::remove_dir(dir) {
         Ok(()) => Ok(()),
@@ -281,7 +346,7 @@ pub(crate) fn make_dir(dir: &Path) -> Result<(), CgroupError> {
 }
 
 /// `true` when `pid` sits in `base_cgroup` (a hierarchy path such as `/a/b`) or below.
-pub(crate) fn path_is_below(pid_cgroup: &str, base_cgroup: &str) -> bool {
+pub fn path_is_below(pid_cgroup: &str, base_cgroup: &str) -> bool {
     let base = base_cgroup.trim_end_matches('/');
     pid_cgroup == base_cgroup
         || base.is_empty()

@@ -16,9 +16,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::reach::Reach;
 use super::{
-    AtLimit, CgroupError, MemoryController, MemoryStats, Version, Wake, inside, make_dir, read_procs, remove_dir,
-    task_sleeps_in,
+    AtLimit, CgroupError, MemoryController, MemoryStats, Settings, Version, Wake, inside, make_dir, procs_below,
+    read_settings, remove_dir, task_sleeps_in,
 };
 use crate::{read_text, read_u64, write_text};
 
@@ -27,19 +28,20 @@ const UNLIMITED_FLOOR: u64 = 1 << 62;
 
 #[derive(Debug)]
 pub struct V1 {
-    base: PathBuf,
-    /// `base` as a path inside the hierarchy (`/process_api/abc`).
-    own: String,
+    reach: Reach,
     /// Where `/proc` is, to tell which tasks sleep in the OOM wait.
     proc_root: PathBuf,
 }
+
+/// The files tierd writes in a tenant's cgroup, in the order they are written back.
+const SETTINGS: [&str; 3] = ["memory.limit_in_bytes", "memory.swappiness", "memory.oom_control"];
 
 /// The kernel function a v1 task sleeps in while it waits at a limit with the OOM killer off.
 const OOM_WAIT: &str = "mem_cgroup_oom_synchronize";
 
 impl V1 {
     pub fn new(base: PathBuf, own: String, proc_root: PathBuf) -> Self {
-        V1 { base, own, proc_root }
+        V1 { reach: Reach::new(base, own), proc_root }
     }
 
     /// Whether a task of `dir` or a cgroup below it sleeps in the OOM wait. `under_oom`
@@ -85,11 +87,11 @@ impl MemoryController for V1 {
     }
 
     fn base(&self) -> &Path {
-        &self.base
+        &self.reach.base
     }
 
     fn create(&self, rel: &str, at_limit: AtLimit) -> Result<(), CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = inside(&self.reach.base, rel)?;
         make_dir(&dir)?;
         let oom = dir.join("memory.oom_control");
         if oom.exists() {
@@ -99,20 +101,20 @@ impl MemoryController for V1 {
     }
 
     fn remove(&self, rel: &str) -> Result<(), CgroupError> {
-        remove_dir(&inside(&self.base, rel)?)
+        remove_dir(&inside(&self.reach.base, rel)?)
     }
 
     fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         self.write_limit(&dir, limit)
     }
 
     fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
-        Ok(write_text(&inside(&self.base, rel)?.join("memory.swappiness"), "0")?)
+        Ok(write_text(&self.reach.dir(rel)?.join("memory.swappiness"), "0")?)
     }
 
     fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let s = stat_map(&read_text(&dir.join("memory.stat"))?);
         let get = |k: &str| s.get(k).copied().unwrap_or(0);
         Ok(MemoryStats {
@@ -132,7 +134,7 @@ impl MemoryController for V1 {
     }
 
     fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let before = self.usage(&dir)?;
         let old = self.limit(&dir)?;
         let target = before.saturating_sub(bytes).max(4 << 20);
@@ -151,14 +153,14 @@ impl MemoryController for V1 {
     }
 
     fn waiting_at_limit(&self, rel: &str) -> Result<bool, CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let text = read_text(&dir.join("memory.oom_control"))?;
         Ok(stat_map(&text).get("under_oom").is_some_and(|&v| v > 0) && self.task_waits(&dir))
     }
 
     fn release_waiters(&self, rel: &str, wake: Wake) -> Result<Option<u64>, CgroupError> {
         // Only a raised limit (or memory uncharged) wakes the waiters.
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let Some(limit) = self.limit(&dir)? else { return Ok(None) };
         let raised = wake.limit(self.usage(&dir)?, limit);
         self.write_limit(&dir, Some(raised)).map(|()| Some(raised))
@@ -166,16 +168,40 @@ impl MemoryController for V1 {
 
     fn set_oom_killer(&self, rel: &str, on: bool) -> Result<(), CgroupError> {
         // Turning it on wakes the waiters: their charge fails again and the kernel kills.
-        write_text(&inside(&self.base, rel)?.join("memory.oom_control"), if on { "0" } else { "1" })?;
+        write_text(&self.reach.dir(rel)?.join("memory.oom_control"), if on { "0" } else { "1" })?;
         Ok(())
     }
 
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError> {
-        read_procs(&inside(&self.base, rel)?.join("cgroup.procs"))
+        procs_below(&self.reach.dir(rel)?)
+    }
+
+    fn allow_adoption(&mut self, roots: &[String]) {
+        self.reach.allow(roots);
+    }
+
+    fn take_over(&self, rel: &str, at_limit: AtLimit) -> Result<(), CgroupError> {
+        write_text(
+            &self.reach.dir(rel)?.join("memory.oom_control"),
+            if at_limit == AtLimit::Wait { "1" } else { "0" },
+        )?;
+        Ok(())
+    }
+
+    fn settings(&self, rel: &str) -> Result<Settings, CgroupError> {
+        read_settings(&self.reach.dir(rel)?, &SETTINGS, |file, value| match file {
+            "memory.limit_in_bytes" if value.parse::<u64>().is_ok_and(|l| l >= UNLIMITED_FLOOR) => "-1".into(),
+            "memory.oom_control" => stat_map(value).get("oom_kill_disable").copied().unwrap_or(0).to_string(),
+            _ => value.to_string(),
+        })
+    }
+
+    fn dir(&self, rel: &str) -> Result<PathBuf, CgroupError> {
+        self.reach.dir(rel)
     }
 
     fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = inside(&self.reach.base, rel)?;
         // Bring the process's existing memory charges along (v1 only; best effort).
         let _ = write_text(&dir.join("memory.move_charge_at_immigrate"), "3");
         write_text(&dir.join("cgroup.procs"), &pid.to_string())?;
@@ -183,7 +209,7 @@ impl MemoryController for V1 {
     }
 
     fn own(&self) -> &str {
-        &self.own
+        &self.reach.own
     }
 }
 
@@ -213,6 +239,35 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         populate(&proc_root.join("10"), &[("wchan", "do_epoll_wait")]);
         populate(&proc_root.join("11"), &[("wchan", "mem_cgroup_oom_synchronize")]);
         (t, V1::new(base, "/me".into(), proc_root))
+    }
+
+    #[test]
+    fn an_adopted_cgroup_gets_back_the_settings_it_had() {
+        let (t, mut c) = tree();
+        let foreign = t.path().join("memory/machine/vm1");
+        populate(
+            &foreign,
+            &[
+                ("memory.limit_in_bytes", "9223372036854771712\n"),
+                ("memory.swappiness", "37\n"),
+                ("memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"),
+                ("cgroup.procs", "20\n"),
+            ],
+        );
+        populate(&foreign.join("vcpu0"), &[("cgroup.procs", "21\n")]);
+        assert!(c.settings("/machine/vm1").is_err(), "outside the adoptable roots until allowed");
+        c.allow_adoption(&["/machine".into()]);
+        let saved = c.settings("/machine/vm1").unwrap();
+        assert_eq!(c.procs("/machine/vm1").unwrap(), vec![20, 21], "its children's processes count");
+        c.take_over("/machine/vm1", AtLimit::Wait).unwrap();
+        c.set_limit("/machine/vm1", Some(64 << 20)).unwrap();
+        c.keep_off_swap("/machine/vm1").unwrap();
+        c.restore("/machine/vm1", &saved).unwrap();
+        let read = |f: &str| std::fs::read_to_string(foreign.join(f)).unwrap();
+        assert_eq!((read("memory.limit_in_bytes"), read("memory.swappiness")), ("-1".into(), "37".into()));
+        assert_eq!(read("memory.oom_control"), "0");
+        assert!(c.create("/machine/vm2", AtLimit::Kill).is_err(), "tierd creates nothing outside its subtree");
+        assert!(c.add_proc("/machine/vm1", 99).is_err(), "nor moves processes there");
     }
 
     #[test]

@@ -16,9 +16,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::reach::Reach;
 use super::{
-    AtLimit, CgroupError, MemoryController, MemoryStats, Version, Wake, inside, make_dir, read_procs, remove_dir,
-    task_sleeps_in,
+    AtLimit, CgroupError, MemoryController, MemoryStats, Settings, Version, Wake, inside, make_dir, procs_below,
+    read_settings, remove_dir, task_sleeps_in,
 };
 use crate::{read_text, read_u64, write_text};
 
@@ -28,25 +29,28 @@ pub const SUPERVISOR: &str = "supervisor";
 /// The kernel function a v2 task sleeps in while `memory.high` throttles it.
 const THROTTLE_WAIT: &str = "mem_cgroup_handle_over_high";
 
+/// The files tierd writes in a tenant's cgroup, in the order they are written back (the
+/// ceiling first, so the quota never lands above it).
+const SETTINGS: [&str; 4] = ["memory.max", "memory.high", "memory.low", "memory.swap.max"];
+
 /// Headroom a ceiling keeps above what a tenant holds when it is set.
 const ROOM: u64 = 16 << 20;
 
 #[derive(Debug)]
 pub struct V2 {
-    base: PathBuf,
-    own: String,
+    reach: Reach,
     /// Where `/proc` is, to tell which tasks are throttled.
     proc_root: PathBuf,
 }
 
 impl V2 {
     pub fn new(base: PathBuf, own: String, proc_root: PathBuf) -> Self {
-        V2 { base, own, proc_root }
+        V2 { reach: Reach::new(base, own), proc_root }
     }
 
     fn write_bytes(&self, rel: &str, file: &str, bytes: Option<u64>) -> Result<(), CgroupError> {
         let v = bytes.map_or("max".to_string(), |b| b.to_string());
-        Ok(write_text(&inside(&self.base, rel)?.join(file), &v)?)
+        Ok(write_text(&self.reach.dir(rel)?.join(file), &v)?)
     }
 
     fn current(&self, dir: &Path) -> Result<u64, CgroupError> {
@@ -59,10 +63,10 @@ impl V2 {
         if enabled.split_whitespace().any(|c| c == "memory") {
             return Ok(());
         }
-        if parent == self.base {
+        if parent == self.reach.base {
             let offered = read_text(&parent.join("cgroup.controllers"))?;
             if !offered.split_whitespace().any(|c| c == "memory") {
-                return Err(CgroupError::NotDelegated(self.own.clone()));
+                return Err(CgroupError::NotDelegated(self.reach.own.clone()));
             }
             self.leave_for_supervisor()?;
         }
@@ -72,7 +76,7 @@ impl V2 {
 
     /// Moves this process out of `base` into its leaf, so `base` may delegate.
     fn leave_for_supervisor(&self) -> Result<(), CgroupError> {
-        let leaf = self.base.join(SUPERVISOR);
+        let leaf = self.reach.base.join(SUPERVISOR);
         make_dir(&leaf)?;
         write_text(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
         Ok(())
@@ -85,18 +89,18 @@ impl MemoryController for V2 {
     }
 
     fn base(&self) -> &Path {
-        &self.base
+        &self.reach.base
     }
 
     fn create(&self, rel: &str, _at_limit: AtLimit) -> Result<(), CgroupError> {
-        let dir = inside(&self.base, rel)?;
-        let parent = dir.parent().unwrap_or(&self.base).to_path_buf();
+        let dir = inside(&self.reach.base, rel)?;
+        let parent = dir.parent().unwrap_or(&self.reach.base).to_path_buf();
         self.delegate_memory(&parent)?;
         make_dir(&dir)
     }
 
     fn remove(&self, rel: &str) -> Result<(), CgroupError> {
-        remove_dir(&inside(&self.base, rel)?)
+        remove_dir(&inside(&self.reach.base, rel)?)
     }
 
     fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
@@ -105,7 +109,7 @@ impl MemoryController for V2 {
 
     fn set_ceiling(&self, rel: &str, ceiling: Option<u64>) -> Result<(), CgroupError> {
         // Never below what it holds: the kernel would reclaim, then kill, right away.
-        let held = self.current(&inside(&self.base, rel)?)?;
+        let held = self.current(&self.reach.dir(rel)?)?;
         self.write_bytes(rel, "memory.max", ceiling.map(|c| c.max(held + ROOM)))
     }
 
@@ -115,14 +119,14 @@ impl MemoryController for V2 {
 
     /// Throttled and still over its quota: reclaim made no progress.
     fn waiting_at_limit(&self, rel: &str) -> Result<bool, CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let over = read_u64(&dir.join("memory.high"))?.is_some_and(|high| self.current(&dir).is_ok_and(|c| c > high));
         Ok(over && task_sleeps_in(&dir, "cgroup.threads", &self.proc_root, THROTTLE_WAIT))
     }
 
     /// Raised within its ceiling; the next quota write takes it back.
     fn release_waiters(&self, rel: &str, wake: Wake) -> Result<Option<u64>, CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let held = self.current(&dir)?;
         let ceiling = read_u64(&dir.join("memory.max"))?.unwrap_or(u64::MAX);
         let high = wake.limit(held, read_u64(&dir.join("memory.high"))?.unwrap_or(held)).min(ceiling);
@@ -132,22 +136,22 @@ impl MemoryController for V2 {
 
     fn set_oom_killer(&self, rel: &str, on: bool) -> Result<(), CgroupError> {
         if on {
-            let held = self.current(&inside(&self.base, rel)?)?;
+            let held = self.current(&self.reach.dir(rel)?)?;
             self.write_bytes(rel, "memory.max", Some(held))?;
         }
         Ok(())
     }
 
     fn pressure(&self, rel: &str) -> Option<super::Pressure> {
-        super::Pressure::parse(&read_text(&inside(&self.base, rel).ok()?.join("memory.pressure")).ok()?)
+        super::Pressure::parse(&read_text(&self.reach.dir(rel).ok()?.join("memory.pressure")).ok()?)
     }
 
     fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
-        Ok(write_text(&inside(&self.base, rel)?.join("memory.swap.max"), "0")?)
+        Ok(write_text(&self.reach.dir(rel)?.join("memory.swap.max"), "0")?)
     }
 
     fn stats(&self, rel: &str) -> Result<MemoryStats, CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let s: HashMap<String, u64> = read_text(&dir.join("memory.stat"))?
             .lines()
             .filter_map(|l| {
@@ -173,7 +177,7 @@ impl MemoryController for V2 {
     }
 
     fn reclaim(&self, rel: &str, bytes: u64) -> Result<u64, CgroupError> {
-        let dir = inside(&self.base, rel)?;
+        let dir = self.reach.dir(rel)?;
         let before = self.current(&dir)?;
         // EAGAIN: the kernel reclaimed less than asked; what it freed still counts.
         if let Err(e) = write_text(&dir.join("memory.reclaim"), &bytes.to_string())
@@ -185,16 +189,28 @@ impl MemoryController for V2 {
     }
 
     fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError> {
-        read_procs(&inside(&self.base, rel)?.join("cgroup.procs"))
+        procs_below(&self.reach.dir(rel)?)
+    }
+
+    fn allow_adoption(&mut self, roots: &[String]) {
+        self.reach.allow(roots);
+    }
+
+    fn settings(&self, rel: &str) -> Result<Settings, CgroupError> {
+        read_settings(&self.reach.dir(rel)?, &SETTINGS, |_, value| value.to_string())
+    }
+
+    fn dir(&self, rel: &str) -> Result<PathBuf, CgroupError> {
+        self.reach.dir(rel)
     }
 
     fn add_proc(&self, rel: &str, pid: u32) -> Result<(), CgroupError> {
-        write_text(&inside(&self.base, rel)?.join("cgroup.procs"), &pid.to_string())?;
+        write_text(&inside(&self.reach.base, rel)?.join("cgroup.procs"), &pid.to_string())?;
         Ok(())
     }
 
     fn own(&self) -> &str {
-        &self.own
+        &self.reach.own
     }
 }
 
@@ -229,6 +245,26 @@ mod tests {
         populate(&base.join("tierd/db"), &leaf());
         let proc_root = t.path().join("proc");
         (t, V2::new(base, "/svc".into(), proc_root))
+    }
+
+    #[test]
+    fn an_adopted_cgroup_gets_back_the_settings_it_had() {
+        let (t, mut c) = tree(true);
+        let foreign = t.path().join("cg/machine.slice/vm1.scope");
+        populate(&foreign, &leaf());
+        std::fs::write(foreign.join("memory.max"), "8589934592\n").unwrap();
+        c.allow_adoption(&["/machine.slice".into()]);
+        let saved = c.settings("/machine.slice/vm1.scope").unwrap();
+        c.set_ceiling("/machine.slice/vm1.scope", Some(1 << 30)).unwrap();
+        c.set_limit("/machine.slice/vm1.scope", Some(256 << 20)).unwrap();
+        c.set_protection("/machine.slice/vm1.scope", 64 << 20).unwrap();
+        c.restore("/machine.slice/vm1.scope", &saved).unwrap();
+        let read = |f: &str| std::fs::read_to_string(foreign.join(f)).unwrap();
+        assert_eq!(
+            [read("memory.max"), read("memory.high"), read("memory.low")],
+            ["8589934592".to_string(), "max".into(), "0".into()]
+        );
+        assert!(c.set_limit("/user.slice/x", Some(1)).is_err(), "nothing outside the roots is written");
     }
 
     #[test]

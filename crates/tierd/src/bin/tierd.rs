@@ -52,6 +52,9 @@ fn merged_config(args: &Args) -> anyhow::Result<RawConfig> {
     raw.socket = args.socket.clone().or(raw.socket);
     raw.cgroup_name = args.cgroup_name.clone().or(raw.cgroup_name);
     raw.http = args.http.clone().or(raw.http);
+    if !args.adopt_roots.is_empty() {
+        raw.adopt_roots.get_or_insert_default().extend(args.adopt_roots.iter().cloned());
+    }
     raw.tracker.window = args.window.clone().or(raw.tracker.window);
     raw.tracker.sample_pages = args.sample_pages.or(raw.tracker.sample_pages);
     raw.tier.path = args.tier.clone().or(raw.tier.path);

@@ -22,7 +22,7 @@ pub struct Cli {
     pub cmd: Cmd,
 }
 
-/// Settings shared by `run` and `attach`.
+/// Settings shared by `run`, `attach` and `adopt`.
 #[derive(clap::Args, Debug)]
 pub struct SpecArgs {
     /// Declared memory size, counted by admission (e.g. 2G).
@@ -95,6 +95,21 @@ pub enum Cmd {
         #[command(flatten)]
         spec: SpecArgs,
     },
+    /// Take an existing cgroup tierd did not create as a tenant (a libvirt VM's scope, a
+    /// container's cgroup): tierd writes only its memory limits, moves none of its
+    /// processes, and puts its settings back on `release`. It must lie below tierd's own
+    /// cgroup or one of the config's adopt_roots.
+    Adopt {
+        /// The cgroup's path as /proc/PID/cgroup names it, e.g. /machine.slice/vm1.scope.
+        cgroup: String,
+        /// The tenant's name (default: the cgroup's last path component).
+        #[arg(long)]
+        name: Option<TenantName>,
+        #[command(flatten)]
+        spec: SpecArgs,
+    },
+    /// Let an adopted tenant go: its cgroup gets back the memory settings it had.
+    Release { name: TenantName },
     /// Stop managing a tenant; its processes keep running without limits.
     Detach { name: TenantName },
     /// Signal a tenant's processes (default TERM).

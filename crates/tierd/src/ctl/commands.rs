@@ -32,6 +32,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{} {}", v["name"].as_str().unwrap_or("?"), v["pid"]);
             Ok(())
         }
+        Cmd::Adopt { cgroup, name, spec } => {
+            let name = match name {
+                Some(n) => n,
+                None => name_after_cgroup(&cgroup)?,
+            };
+            let v = call(sock, &Request::Adopt { spec: spec.spec(name), cgroup: cgroup.clone() }, TIMEOUT)?;
+            println!("{} adopted cgroup {cgroup}: pids {}", v["name"].as_str().unwrap_or("?"), v["pids"]);
+            Ok(())
+        }
+        Cmd::Release { name } => {
+            let v = call(sock, &Request::Release { name: name.clone() }, TIMEOUT)?;
+            println!("released {name}: cgroup {} has its own settings back", v["cgroup"].as_str().unwrap_or("?"));
+            Ok(())
+        }
         Cmd::Detach { name } => {
             let v = call(sock, &Request::Detach { name: name.clone() }, TIMEOUT)?;
             println!("detached {name}: pids {}", v["pids"]);
@@ -218,4 +232,10 @@ fn events(sock: &Path) -> anyhow::Result<()> {
         println!("{}  {:<8}{who} {}", clock(e.time), e.level, e.message);
     }
     Ok(())
+}
+
+/// A tenant name from a cgroup path's last component (`vm1.scope`).
+fn name_after_cgroup(cgroup: &str) -> anyhow::Result<TenantName> {
+    let last = cgroup.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    TenantName::new(last).map_err(|e| anyhow::anyhow!("cannot name the tenant after {cgroup:?} ({e}); give --name"))
 }

@@ -111,6 +111,15 @@ pub fn print_status(s: &Status) {
             t.major_faults_per_sec
         );
     }
+    let adopted: Vec<String> = s
+        .tenants
+        .iter()
+        .filter_map(|t| t.adopted_cgroup.as_ref().map(|c| format!("{} is adopted in cgroup {c}", t.name)))
+        .collect();
+    if !adopted.is_empty() {
+        println!();
+        println!("{}", adopted.join("\n"));
+    }
     let guests: Vec<String> =
         s.tenants.iter().filter_map(|t| t.guest.as_ref().map(|g| guest_line(&t.name, g, t.active_bytes))).collect();
     if !guests.is_empty() {

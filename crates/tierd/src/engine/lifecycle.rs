@@ -20,7 +20,8 @@ impl Engine {
             );
         }
         let saved = SavedState::load(&cfg.state_dir)?;
-        let cg = cgroup::detect(Path::new("/"), &proc).context("finding the memory cgroup controller")?;
+        let mut cg = cgroup::detect(Path::new("/"), &proc).context("finding the memory cgroup controller")?;
+        cg.allow_adoption(&cfg.adopt_roots);
         let mut events = Events::default();
         events.echo = echo;
         let kernel_log = tierd_sys::kmsg::KernelLog::open(Path::new("/dev/kmsg"))
@@ -104,19 +105,22 @@ impl Engine {
             known.push(s.spec.name.to_string());
             let mut t = Tenant::new(s.spec, s.argv);
             t.life = s.life;
+            t.adopted = s.adopted;
             let name = t.spec.name.clone();
             if t.is_running() {
-                let rel = self.tenant_rel(&name);
+                let rel = t.adopted.as_ref().map_or_else(|| self.tenant_rel(&name), |a| a.cgroup.clone());
                 let pids = self.cg.procs(&rel).unwrap_or_default();
                 t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
                 if t.procs.is_empty() {
                     t.life = Life::Exited { code: None };
-                    let _ = self.cg.remove(&rel);
+                    if t.adopted.is_none() {
+                        let _ = self.cg.remove(&rel);
+                    }
                     self.events.info(Some(name.as_str()), "exited while tierd was down (exit code unknown)");
                 } else {
                     self.events.info(Some(name.as_str()), format!("re-adopted, pids {:?}", t.pids()));
                     // The budget, or the policy (what a task meets at a limit), may have changed since.
-                    let bounded = self.cg.create(&rel, self.at_limit()).map_err(anyhow::Error::from);
+                    let bounded = self.ready_cgroup(&rel, t.adopted.is_some());
                     if let Err(e) = bounded.and_then(|()| self.bound(&rel, &t.spec)) {
                         self.events.warn(Some(name.as_str()), format!("{e:#}"));
                     }
@@ -152,7 +156,12 @@ impl Engine {
             tenants: self
                 .tenants
                 .values()
-                .map(|t| SavedTenant { spec: t.spec.clone(), argv: t.argv.clone(), life: t.life.clone() })
+                .map(|t| SavedTenant {
+                    spec: t.spec.clone(),
+                    argv: t.argv.clone(),
+                    life: t.life.clone(),
+                    adopted: t.adopted.clone(),
+                })
                 .collect(),
         };
         if let Err(e) = state.save(&self.cfg.state_dir) {
@@ -173,6 +182,10 @@ impl Engine {
         // their empty cgroups (and tierd's whole subtree) were left behind for good.
         self.reap();
         let running = self.lift_quotas();
+        // Adopted cgroups get their own settings back; the next tierd takes them over again.
+        for name in &running {
+            self.give_back(name);
+        }
         let _ = self.cg.set_limit(&self.group_rel(), None);
         self.group_limit = None;
         crate::crash_point!("shutdown");
@@ -190,7 +203,7 @@ impl Engine {
             }
         }
         for (name, t) in &self.tenants {
-            if !t.is_running() {
+            if !t.is_running() && t.adopted.is_none() {
                 let _ = self.cg.remove(&self.tenant_rel(name));
             }
         }

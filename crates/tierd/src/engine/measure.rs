@@ -61,10 +61,16 @@ impl Engine {
                 if let Some(said) = self.cg.stats(&rel).ok().and_then(|s| t.count_oom_kills(s.oom_kills)) {
                     self.events.warn(Some(name.as_str()), said);
                 }
-                if let Err(e) = self.cg.remove(&rel) {
-                    self.events.warn(Some(name.as_str()), format!("cannot remove cgroup {rel}: {e}"));
+                if t.adopted.is_some() {
+                    self.give_back(&name);
+                    self.events
+                        .info(Some(name.as_str()), format!("exited ({code}); cgroup {rel} has its own settings back"));
+                } else {
+                    if let Err(e) = self.cg.remove(&rel) {
+                        self.events.warn(Some(name.as_str()), format!("cannot remove cgroup {rel}: {e}"));
+                    }
+                    self.events.info(Some(name.as_str()), format!("exited ({code}); its cgroup is removed"));
                 }
-                self.events.info(Some(name.as_str()), format!("exited ({code}); its cgroup is removed"));
                 changed = true;
             }
         }

@@ -12,7 +12,9 @@
 //! Cgroup layout, all under the cgroup tierd runs in:
 //! `<name>/tenants` (the group: one limit over all tenants) with `<name>/tenants/<tenant>`
 //! (a tenant's quota) below it, and `<name>/detached/<tenant>` for detached processes.
+//! Adopted tenants keep the cgroups they were found in (see `adopt`).
 
+mod adopt;
 mod enforce;
 mod lifecycle;
 mod measure;
@@ -124,8 +126,12 @@ impl Engine {
         format!("{}/tenants", self.cfg.cgroup_name)
     }
 
+    /// A tenant's cgroup: in tierd's subtree, or the one it was adopted in.
     fn tenant_rel(&self, name: &TenantName) -> String {
-        format!("{}/tenants/{}", self.cfg.cgroup_name, name)
+        match self.tenants.get(name).and_then(|t| t.adopted.as_ref()) {
+            Some(a) => a.cgroup.clone(),
+            None => format!("{}/tenants/{}", self.cfg.cgroup_name, name),
+        }
     }
 
     fn detached_rel(&self) -> String {

@@ -62,6 +62,7 @@ impl Engine {
                 quota_bytes: t.quota,
                 reserve_bytes: t.spec.guaranteed(),
                 charged_elsewhere_bytes: t.measure.charged_elsewhere,
+                adopted_cgroup: t.adopted.as_ref().map(|a| a.cgroup.clone()),
                 no_tier: t.spec.no_tier,
                 limit_bytes: t.spec.limit,
                 shares: t.spec.shares,

@@ -53,25 +53,28 @@ impl Engine {
         footprint: u64,
     ) -> anyhow::Result<(String, Option<u64>)> {
         let rel = self.tenant_rel(&spec.name);
-        self.cg.create(&rel, self.at_limit()).with_context(|| format!("creating cgroup {rel}"))?;
-        let kept = if spec.no_tier || self.tier_faults.failing() {
-            self.cg.keep_off_swap(&rel).context("keeping the new tenant off the tier")
-        } else {
-            Ok(())
-        };
-        if let Err(e) = kept.and_then(|()| self.bound(&rel, spec)) {
-            let _ = self.cg.remove(&rel);
-            return Err(e);
+        self.ready_cgroup(&rel, false)?;
+        match self.limit_new(&rel, spec, footprint) {
+            Ok(quota) => Ok((rel, quota)),
+            Err(e) => {
+                let _ = self.cg.remove(&rel);
+                Err(e)
+            }
         }
+    }
+
+    /// Bounds a new tenant's cgroup and writes the quota the policy would give it.
+    pub(super) fn limit_new(&mut self, rel: &str, spec: &TenantSpec, footprint: u64) -> anyhow::Result<Option<u64>> {
+        if spec.no_tier || self.tier_faults.failing() {
+            self.cg.keep_off_swap(rel).context("keeping the new tenant off the tier")?;
+        }
+        self.bound(rel, spec)?;
         let mut snap = self.snapshot();
         snap.tenants.push(TenantView::unmeasured(spec.clone(), footprint));
         let quota =
             policy::plan(self.cfg.policy, &snap, &self.cfg.knobs).tenant(spec.name.as_str()).and_then(|p| p.quota);
-        if let Err(e) = self.cg.set_limit(&rel, quota) {
-            let _ = self.cg.remove(&rel);
-            return Err(anyhow!(e).context("setting the new tenant's quota"));
-        }
-        Ok((rel, quota))
+        self.cg.set_limit(rel, quota).context("setting the new tenant's quota")?;
+        Ok(quota)
     }
 
     /// Starts `argv` as a new tenant; returns its PID once it runs.
@@ -179,7 +182,11 @@ impl Engine {
 
     /// Stops managing a tenant: its processes move to an unlimited cgroup and keep running.
     pub fn detach(&mut self, name: &TenantName) -> anyhow::Result<Vec<u32>> {
-        let pids = self.running(name)?.pids();
+        let t = self.running(name)?;
+        if let Some(a) = &t.adopted {
+            bail!("tenant {name} was adopted in cgroup {}: `tierctl release {name}` lets it go", a.cgroup);
+        }
+        let pids = t.pids();
         let rel = format!("{}/{}", self.detached_rel(), name);
         self.cg.create(&rel, AtLimit::Kill)?;
         for &pid in &pids {

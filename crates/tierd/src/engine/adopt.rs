@@ -1,0 +1,151 @@
+//! Cgroups tierd did not create, taken as tenants (`tierctl adopt`) and let go
+//! (`tierctl release`): a libvirt VM's scope, a container's cgroup.
+//!
+//! tierd writes only the memory-control files of such a cgroup (its quota, ceiling,
+//! protection and swap setting), saves what they held first and puts that back when it
+//! lets go, at a clean stop too; it never moves the cgroup's processes or removes it.
+//! Which cgroups it may reach is decided once, in `tierd_sys::cgroup`'s reach: below
+//! the configured `adopt_roots` and tierd's own cgroup.
+
+use super::*;
+use crate::tenant::Adoption;
+use tierd_sys::cgroup::path_is_below;
+
+/// Why `cgroup` cannot be adopted beside tierd (own cgroup `own`, tenants' subtree
+/// `subtree`) and the tenants already adopted (`taken`: name, cgroup); otherwise the
+/// path, tidied.
+pub(crate) fn adoptable(cgroup: &str, own: &str, subtree: &str, taken: &[(&str, &str)]) -> Result<String, String> {
+    let path = cgroup.trim_end_matches('/');
+    let parts: Vec<&str> = path.split('/').skip(1).collect();
+    if !cgroup.starts_with('/') || parts.is_empty() || parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+        return Err(format!(
+            "{cgroup:?} is not a cgroup path: give it as /proc/PID/cgroup names it, e.g. /machine.slice/vm1.scope"
+        ));
+    }
+    if path_is_below(own, path) {
+        return Err(format!("cgroup {path} holds tierd itself; adopt the cgroups of the workloads below it"));
+    }
+    if path_is_below(path, subtree) {
+        return Err(format!("cgroup {path} is tierd's own ({subtree}): its tenants are managed already"));
+    }
+    if let Some((name, theirs)) = taken.iter().find(|(_, c)| path_is_below(path, c) || path_is_below(c, path)) {
+        return Err(format!("cgroup {path} overlaps tenant {name}'s cgroup {theirs}: a cgroup is adopted once"));
+    }
+    Ok(path.to_string())
+}
+
+impl Engine {
+    /// Takes the cgroup `cgroup` (a hierarchy path) as the tenant `spec`; returns its PIDs.
+    pub fn adopt(&mut self, spec: TenantSpec, cgroup: &str) -> anyhow::Result<Vec<u32>> {
+        let taken: Vec<(&str, &str)> = self
+            .tenants
+            .iter()
+            .filter_map(|(n, t)| t.adopted.as_ref().map(|a| (n.as_str(), a.cgroup.as_str())))
+            .collect();
+        let subtree = format!("{}/{}", self.cg.own().trim_end_matches('/'), self.cfg.cgroup_name);
+        let cgroup = adoptable(cgroup, self.cg.own(), &subtree, &taken).map_err(|e| anyhow!(e))?;
+        let dir = self.cg.dir(&cgroup)?;
+        if !dir.is_dir() {
+            bail!("no cgroup {cgroup} (looked for {})", dir.display());
+        }
+        let pids = self.cg.procs(&cgroup)?;
+        if pids.is_empty() {
+            bail!("cgroup {cgroup} has no processes: nothing to tier; adopt it once its workload runs");
+        }
+        if let Some((name, _)) = self.tenants.iter().find(|(_, t)| t.pids().iter().any(|p| pids.contains(p))) {
+            bail!("a process of cgroup {cgroup} belongs to tenant {name} already");
+        }
+        let stats = self.cg.stats(&cgroup)?;
+        let pinned = pids.iter().filter_map(|&p| self.proc.memory(p).ok()).map(|m| m.locked + m.hugetlb).sum();
+        self.check_new(&spec, stats.anon + stats.swap, pinned)?;
+        let settings = self.cg.settings(&cgroup)?;
+        let quota = match self.ready_cgroup(&cgroup, true).and_then(|()| self.limit_new(&cgroup, &spec, stats.anon)) {
+            Ok(q) => q,
+            Err(e) => {
+                let _ = self.cg.restore(&cgroup, &settings);
+                return Err(e.context(format!("adopting cgroup {cgroup}; its settings are put back")));
+            }
+        };
+        let mut t = Tenant::new(spec, self.proc.cmdline(pids[0]).unwrap_or_default());
+        t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
+        t.quota = quota;
+        t.adopted = Some(Adoption { cgroup: cgroup.clone(), settings });
+        let name = t.spec.name.clone();
+        let msg = format!(
+            "adopted cgroup {cgroup}, pids {pids:?}, quota {}; its memory settings are put back on `tierctl release`",
+            show_quota(quota)
+        );
+        t.decide(now_secs(), msg.clone());
+        self.tenants.insert(name.clone(), t);
+        self.events.info(Some(name.as_str()), msg);
+        self.save();
+        Ok(pids)
+    }
+
+    /// Lets an adopted tenant go: its cgroup's memory settings are put back as tierd
+    /// found them, and its processes run on where they are. Returns the cgroup.
+    pub fn release(&mut self, name: &TenantName) -> anyhow::Result<String> {
+        let t = self.tenants.get(name).ok_or_else(|| anyhow!("no tenant named {name} (see `tierctl status`)"))?;
+        let Some(a) = t.adopted.clone() else {
+            bail!("tenant {name} was not adopted (tierd made its cgroup): `tierctl detach {name}` lets it go");
+        };
+        if t.is_running() {
+            self.cg.restore(&a.cgroup, &a.settings).map_err(|e| {
+                anyhow!("cannot put back the memory settings of cgroup {}: {e}; {name} stays adopted", a.cgroup)
+            })?;
+        }
+        self.tenants.remove(name);
+        self.events.info(Some(name.as_str()), format!("released; cgroup {} has its own settings back", a.cgroup));
+        self.save();
+        Ok(a.cgroup)
+    }
+
+    /// Puts back what tierd changed in the cgroup of an adopted tenant that ended (a
+    /// cgroup already gone has nothing to put back).
+    pub(super) fn give_back(&mut self, name: &TenantName) {
+        let Some(a) = self.tenants.get(name).and_then(|t| t.adopted.clone()) else { return };
+        if self.cg.dir(&a.cgroup).is_ok_and(|d| d.is_dir())
+            && let Err(e) = self.cg.restore(&a.cgroup, &a.settings)
+        {
+            self.events.warn(Some(name.as_str()), format!("cannot put back the settings of cgroup {}: {e}", a.cgroup));
+        }
+    }
+
+    /// Readies a tenant's cgroup for its limits: tierd's own is created (an existing one
+    /// is fine); an adopted one is taken over as it stands.
+    pub(super) fn ready_cgroup(&self, rel: &str, adopted: bool) -> anyhow::Result<()> {
+        let done = if adopted { self.cg.take_over(rel, self.at_limit()) } else { self.cg.create(rel, self.at_limit()) };
+        done.with_context(|| format!("readying cgroup {rel}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::adoptable;
+
+    #[test]
+    fn only_a_workloads_own_cgroup_can_be_adopted() {
+        let own = "/system.slice/tierd.service";
+        let subtree = "/system.slice/tierd.service/tierd";
+        let taken = [("vm1", "/machine.slice/vm1.scope")];
+        let try_ = |c: &str| adoptable(c, own, subtree, &taken);
+        assert_eq!(try_("/machine.slice/vm2.scope/").unwrap(), "/machine.slice/vm2.scope");
+        assert_eq!(
+            try_("/system.slice/tierd.service/containers/c1").unwrap(),
+            "/system.slice/tierd.service/containers/c1"
+        );
+        for (bad, why) in [
+            ("machine.slice/vm2.scope", "not a cgroup path"),
+            ("/machine.slice/../system.slice", "not a cgroup path"),
+            ("/", "not a cgroup path"),
+            ("/system.slice", "holds tierd itself"),
+            ("/system.slice/tierd.service", "holds tierd itself"),
+            ("/system.slice/tierd.service/tierd/tenants/db", "tierd's own"),
+            ("/machine.slice", "overlaps tenant vm1"),
+            ("/machine.slice/vm1.scope/vcpu0", "overlaps tenant vm1"),
+        ] {
+            let e = try_(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+}
