@@ -1,7 +1,7 @@
 # Runs inside the guest of scripts/guest-host.sh (busybox sh): tierd on cgroup v2 with
 # the virtual disk /dev/vda as its tier, a workload tenant at 3x the DRAM left to it and
-# one kept off the tier (--no-tier). Lines starting "guest-check:" are read by
-# crates/tierd/tests/guests.rs.
+# one kept off the tier (--no-tier), then a cgroup it did not create adopted and
+# released. Lines starting "guest-check:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-check: $*"; }
 # shellcheck source=scripts/guest-marker.sh
 . /bin/guest-marker
@@ -16,13 +16,38 @@ svc=/sys/fs/cgroup/tierd.service
 mkdir $svc
 start_tierd() { # CGROUP_DIR LOG
   sh -c "echo \$\$ > $1/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd \
-    --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > "$2" 2>&1 &
+    --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock --adopt-root /machine.slice" \
+    > "$2" 2>&1 &
   tierd_pid=$!
   up=no
   for _ in $(seq 60); do
     ctl status > /dev/null 2>&1 && { up=yes; break; }
     sleep 1
   done
+}
+# A cgroup another manager made (as libvirt makes a VM's scope), with a workload in it:
+# adopted in place, tiered, and released with its own memory settings back.
+adopt_check() {
+  m=/sys/fs/cgroup/machine.slice
+  mkdir -p $m && echo +memory > $m/cgroup.subtree_control
+  mkdir -p $m/vm1 && echo 1073741824 > $m/vm1/memory.max
+  settings() { for f in memory.max memory.high memory.low memory.swap.max; do printf '%s=%s ' $f "$(cat $m/vm1/$f)"; done; }
+  say "adopt before $(settings)"
+  sh -c "echo \$\$ > $m/vm1/cgroup.procs; exec /bin/tierd-bench workload --size 48M --hot 8M --phase active:40s \
+    --json --report 10s" > /tmp/vm1.out 2>&1 &
+  vm1_pid=$!
+  sleep 5
+  say "adopt refused $(ctl adopt /elsewhere/vm2 --name vm2 2>&1 | tr '\n' ' ')"
+  ctl adopt /machine.slice/vm1 --size 48M
+  sleep 8
+  say "adopt during $(settings)"
+  ctl demote vm1
+  say "adopt status $(ctl status --json | tr -d '\n')"
+  ctl release vm1
+  say "adopt after $(settings)"
+  say "adopt cgroup $(cat /proc/$vm1_pid/cgroup)"
+  wait $vm1_pid
+  say "summary adopt $(grep '"summary":true' /tmp/vm1.out)"
 }
 start_tierd $svc /tmp/tierd.log
 if [ "$up" = yes ]; then
@@ -59,6 +84,7 @@ if [ "$up" = yes ]; then
   # The tier is encrypted by default where the kernel has dm-crypt: the text the marker
   # tenant paged out is not on the disk under it.
   say "plaintext on the disk: $(plaintext_on /dev/vda) lines of the marker"
+  adopt_check
 else
   say "fail: tierd did not come up"
 fi

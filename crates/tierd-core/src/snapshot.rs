@@ -125,6 +125,10 @@ pub struct TenantView {
     pub pinned: u64,
     /// The quota applied now (`None`: no per-tenant limit).
     pub quota: Option<u64>,
+    /// Its cgroup is outside tierd's group (adopted in place), so the group's limit does
+    /// not hold it: only its own quota does.
+    #[serde(default)]
+    pub outside_group: bool,
     pub activeness: Option<Activeness>,
     /// Tier-1 reads (major faults) per second over the last interval.
     pub tier_faults_per_sec: f64,
@@ -173,6 +177,7 @@ impl TenantView {
             tier: 0,
             pinned: 0,
             quota: None,
+            outside_group: false,
             activeness: None,
             tier_faults_per_sec: 0.0,
             tier_faults_per_sec_avg: 0.0,

@@ -268,6 +268,7 @@ impl Engine {
                 tier: (t.mem.swapped_pages() * PAGE) as u64,
                 pinned: 0,
                 quota: et.quota,
+                outside_group: false,
                 activeness: et.tracker.as_ref().and_then(Tracker::activeness),
                 tier_faults_per_sec: et.rate,
                 tier_faults_per_sec_avg: et.fault_rate_before(),

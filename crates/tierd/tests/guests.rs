@@ -211,13 +211,39 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> 
     eprintln!("{series} w under its sweep: memory.events {events}");
     assert!(count("high") > 0, "the sweep met memory.high: {events}");
     assert_eq!((count("oom"), count("oom_kill")), (0, 0), "no OOM at its ceiling: {events}");
-    for (name, bytes) in [("w", 192 * MIB), ("keep", 32 * MIB)] {
+    for (name, bytes) in [("w", 192 * MIB), ("keep", 32 * MIB), ("adopt", 48 * MIB)] {
         let line = said(&console, &format!("summary {name}")).unwrap_or_else(|| panic!("{log}"));
         let summary: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}\n{log}"));
         assert_eq!(summary["corrupt_pages"], 0, "{log}");
         assert_eq!(summary["verified_pages"], bytes / 4096, "every page of {name} read back: {log}");
     }
+    an_adopted_cgroup_is_tiered_and_released_as_it_was(&console, &log);
     Some(log)
+}
+
+/// The v2 cgroup `/machine.slice/vm1`, made as libvirt would make a VM's scope, with a
+/// 48 MiB workload in it: adopted in place (tierd started with `--adopt-root
+/// /machine.slice`), tiered, and released with its four memory files as they were.
+fn an_adopted_cgroup_is_tiered_and_released_as_it_was(console: &str, log: &str) {
+    let settings =
+        |when: &str| said(console, &format!("adopt {when}")).unwrap_or_else(|| panic!("{when}: {log}")).trim();
+    assert_eq!(settings("before"), "memory.max=1073741824 memory.high=max memory.low=0 memory.swap.max=max", "{log}");
+    assert_eq!(settings("after"), settings("before"), "release puts its settings back: {log}");
+    assert!(settings("during").contains(&format!("memory.max={}", 120 * MIB)), "tierd's ceiling: {log}");
+    assert!(!settings("during").contains("memory.high=max"), "and its quota: {log}");
+    assert!(settings("refused").contains("adopt_roots"), "outside the roots it was given: {log}");
+    assert_eq!(settings("cgroup"), "0::/machine.slice/vm1", "its process never moved: {log}");
+    let status: Value = serde_json::from_str(settings("status")).unwrap_or_else(|e| panic!("{e}: {log}"));
+    let vm1 = tenant_in(&status, "vm1", log);
+    assert_eq!(vm1["adopted_cgroup"], "/machine.slice/vm1", "{vm1:#}");
+    assert!(vm1["tier_bytes"].as_u64() >= Some(16 * MIB), "demoted to the tier: {vm1:#}\n{log}");
+    eprintln!(
+        "adopted /machine.slice/vm1: while adopted {}; tier {} MiB, DRAM {} MiB; released: {}",
+        settings("during"),
+        vm1["tier_bytes"].as_u64().unwrap_or(0) / MIB,
+        vm1["dram_bytes"].as_u64().unwrap_or(0) / MIB,
+        settings("after")
+    );
 }
 
 #[test]

@@ -34,16 +34,15 @@ pub const GENERATION: &str = "v2 (one objective)";
 
 /// Plans one interval with the given policy.
 pub fn plan(kind: PolicyKind, snap: &Snapshot, knobs: &Knobs) -> Plan {
-    // With the tier drained or failing nothing can be paged out: a quota would only make
-    // its tenant wait at it. One limit, the budget, whatever the policy.
-    if snap.tier.drained || snap.tier.faults.failing() {
-        return none::without_tier(snap);
-    }
     let mut plan = match kind {
+        // With the tier drained or failing nothing can be paged out: a quota would only
+        // make its tenant wait at it. One limit, the budget, whatever the policy.
+        _ if snap.tier.drained || snap.tier.faults.failing() => none::without_tier(snap),
         PolicyKind::None => none::plan(snap),
         PolicyKind::Static => fixed::plan(snap),
         PolicyKind::Tierd => tierd::plan(snap, knobs),
     };
+    bound_outside_group(&mut plan, snap);
     // Whatever the policy: a tenant kept off the tier is never paged out to it.
     for tp in &mut plan.tenants {
         if snap.tenants.iter().any(|t| t.spec.name == tp.name && t.spec.no_tier) {
@@ -52,6 +51,17 @@ pub fn plan(kind: PolicyKind, snap: &Snapshot, knobs: &Knobs) -> Plan {
         }
     }
     plan
+}
+
+/// A tenant outside tierd's group cgroup (adopted in place) has no group limit over it:
+/// where a plan leaves it unlimited, its quota is the budget less what the others hold
+/// (when all fits, that is above what it holds), never below what it is guaranteed.
+fn bound_outside_group(plan: &mut Plan, snap: &Snapshot) {
+    for tp in plan.tenants.iter_mut().filter(|tp| tp.quota.is_none()) {
+        let Some(t) = snap.tenants.iter().find(|t| t.spec.name == tp.name && t.outside_group) else { continue };
+        let others: u64 = snap.tenants.iter().filter(|o| o.spec.name != tp.name).map(|o| o.dram).sum();
+        tp.quota = Some(snap.dram_budget.saturating_sub(others).max(MIN_QUOTA).max(t.spec.guaranteed()));
+    }
 }
 
 /// What a tenant is sure of, for a decision's reason: `, reserve 1 GiB`,
@@ -63,6 +73,29 @@ fn guarantee_note(spec: &crate::tenant::TenantSpec) -> String {
         (false, r) => format!(", reserve {}", crate::size::human(r)),
     }
 }
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn a_tenant_outside_the_group_is_never_left_unbounded() {
+        let mut adopted = tenant("vm1", 256 * MIB);
+        adopted.outside_group = true;
+        let mut other = tenant("db", 384 * MIB);
+        other.dram = 384 * MIB;
+        let snap = snap(GIB, vec![adopted, other]);
+        for kind in [PolicyKind::None, PolicyKind::Static, PolicyKind::Tierd] {
+            let p = plan(kind, &snap, &Knobs::default());
+            let q = p.tenant("vm1").and_then(|t| t.quota);
+            assert!(q.is_some_and(|q| q <= GIB - 384 * MIB), "{kind:?}: {q:?}");
+            assert!(q.is_some_and(|q| q >= 256 * MIB), "{kind:?}: all fits, so it holds all it has: {q:?}");
+        }
+        let p = plan(PolicyKind::None, &snap, &Knobs::default());
+        assert_eq!(p.tenant("db").and_then(|t| t.quota), None, "tenants inside the group keep the plan's quota");
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testutil {
     use crate::name::TenantName;

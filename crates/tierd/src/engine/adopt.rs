@@ -59,13 +59,14 @@ impl Engine {
         let pinned = pids.iter().filter_map(|&p| self.proc.memory(p).ok()).map(|m| m.locked + m.hugetlb).sum();
         self.check_new(&spec, stats.anon + stats.swap, pinned)?;
         let settings = self.cg.settings(&cgroup)?;
-        let quota = match self.ready_cgroup(&cgroup, true).and_then(|()| self.limit_new(&cgroup, &spec, stats.anon)) {
-            Ok(q) => q,
-            Err(e) => {
-                let _ = self.cg.restore(&cgroup, &settings);
-                return Err(e.context(format!("adopting cgroup {cgroup}; its settings are put back")));
-            }
-        };
+        let quota =
+            match self.ready_cgroup(&cgroup, true).and_then(|()| self.limit_new(&cgroup, &spec, stats.anon, true)) {
+                Ok(q) => q,
+                Err(e) => {
+                    let _ = self.cg.restore(&cgroup, &settings);
+                    return Err(e.context(format!("adopting cgroup {cgroup}; its settings are put back")));
+                }
+            };
         let mut t = Tenant::new(spec, self.proc.cmdline(pids[0]).unwrap_or_default());
         t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
         t.quota = quota;
@@ -109,6 +110,13 @@ impl Engine {
         {
             self.events.warn(Some(name.as_str()), format!("cannot put back the settings of cgroup {}: {e}", a.cgroup));
         }
+    }
+
+    /// DRAM the tenants hold: tierd's group, and the adopted cgroups outside it.
+    pub(super) fn dram_used(&self) -> anyhow::Result<u64> {
+        let adopted = self.tenants.values().filter(|t| t.is_running()).filter_map(|t| t.adopted.as_ref());
+        let outside: u64 = adopted.filter_map(|a| self.cg.stats(&a.cgroup).ok()).map(|s| s.usage).sum();
+        Ok(self.cg.stats(&self.group_rel())?.usage + outside)
     }
 
     /// Readies a tenant's cgroup for its limits: tierd's own is created (an existing one

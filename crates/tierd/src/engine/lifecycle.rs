@@ -251,7 +251,7 @@ impl Engine {
         let figures = tierd_core::drain::DrainFigures {
             tier_used,
             dram_budget: self.cfg.dram_budget,
-            dram_used: self.cg.stats(&self.group_rel())?.usage,
+            dram_used: self.dram_used()?,
             host_available: self.proc.mem_available()?,
         };
         tierd_core::drain::judge(figures)?;

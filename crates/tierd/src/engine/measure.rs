@@ -299,6 +299,7 @@ impl Engine {
                 tier: t.measure.tier,
                 pinned: t.measure.pinned,
                 quota: t.quota,
+                outside_group: t.adopted.is_some(),
                 activeness: t.tracker.as_ref().and_then(|tr| tr.activeness()),
                 tier_faults_per_sec: t.measure.major_faults_per_sec,
                 tier_faults_per_sec_avg: t.fault_rate_before(),

@@ -12,7 +12,7 @@ impl Engine {
 
     /// The status from the last measurement.
     pub(super) fn status_as_measured(&self) -> Status {
-        let group = self.cg.stats(&self.group_rel()).unwrap_or_default();
+        let dram_used = self.dram_used().unwrap_or(0);
         let snap = self.snapshot();
         let cap = self.capacity();
         let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.touched_bytes())).sum();
@@ -103,8 +103,8 @@ impl Engine {
             cgroup_version: format!("{:?}", self.cg.version()).to_lowercase(),
             cgroup_path: self.cg.base().join(self.root_rel()),
             dram_budget_bytes: self.cfg.dram_budget,
-            dram_used_bytes: group.usage,
-            dram_free_bytes: self.cfg.dram_budget.saturating_sub(group.usage),
+            dram_used_bytes: dram_used,
+            dram_free_bytes: self.cfg.dram_budget.saturating_sub(dram_used),
             ratio: self.cfg.ratio,
             capacity_bytes: cap.total(),
             committed_bytes: snap.committed_bytes(),

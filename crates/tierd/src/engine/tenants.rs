@@ -54,7 +54,7 @@ impl Engine {
     ) -> anyhow::Result<(String, Option<u64>)> {
         let rel = self.tenant_rel(&spec.name);
         self.ready_cgroup(&rel, false)?;
-        match self.limit_new(&rel, spec, footprint) {
+        match self.limit_new(&rel, spec, footprint, false) {
             Ok(quota) => Ok((rel, quota)),
             Err(e) => {
                 let _ = self.cg.remove(&rel);
@@ -64,13 +64,19 @@ impl Engine {
     }
 
     /// Bounds a new tenant's cgroup and writes the quota the policy would give it.
-    pub(super) fn limit_new(&mut self, rel: &str, spec: &TenantSpec, footprint: u64) -> anyhow::Result<Option<u64>> {
+    pub(super) fn limit_new(
+        &mut self,
+        rel: &str,
+        spec: &TenantSpec,
+        footprint: u64,
+        outside_group: bool,
+    ) -> anyhow::Result<Option<u64>> {
         if spec.no_tier || self.tier_faults.failing() {
             self.cg.keep_off_swap(rel).context("keeping the new tenant off the tier")?;
         }
         self.bound(rel, spec)?;
         let mut snap = self.snapshot();
-        snap.tenants.push(TenantView::unmeasured(spec.clone(), footprint));
+        snap.tenants.push(TenantView { outside_group, ..TenantView::unmeasured(spec.clone(), footprint) });
         let quota =
             policy::plan(self.cfg.policy, &snap, &self.cfg.knobs).tenant(spec.name.as_str()).and_then(|p| p.quota);
         self.cg.set_limit(rel, quota).context("setting the new tenant's quota")?;
