@@ -44,7 +44,10 @@ impl Engine {
         for tp in &cuts {
             early.push(self.moves(tp));
         }
-        let jobs: Vec<(String, Option<u64>)> = cuts.iter().map(|tp| (self.tenant_rel(&tp.name), tp.quota)).collect();
+        let jobs: Vec<(String, Option<u64>)> = match self.tier_failed_writes() {
+            true => Vec::new(),
+            false => cuts.iter().map(|tp| (self.tenant_rel(&tp.name), tp.quota)).collect(),
+        };
         let cg = Arc::clone(&self.cg);
         let deadline = Instant::now() + self.cfg.interval;
         let limits = std::thread::scope(|s| {
@@ -77,8 +80,9 @@ impl Engine {
             }
             writes.join().unwrap_or_default()
         });
-        for ((tp, early), limit) in cuts.iter().zip(early).zip(limits) {
-            self.apply(tp, now, "", Some(Cut { early, limit }));
+        let mut limits = limits.into_iter();
+        for (tp, early) in cuts.iter().zip(early) {
+            self.apply(tp, now, "", Some(Cut { early, limit: limits.next() }));
         }
         // The rest; for the woken, what is left of their prefetch.
         for tp in order {
@@ -176,9 +180,13 @@ impl Engine {
         let (changed, falling) = quota_change(t.limit_in_force(), tp.quota);
         let mut told = false;
         let (early, limit) = match cut {
-            Some(c) => (Some(c.early), Some(c.limit)),
+            Some(c) => (Some(c.early), c.limit),
             None => (falling.then(|| self.moves(tp)), None),
         };
+        if changed && falling && limit.is_none() && self.tier_failed_writes() {
+            self.hold_quota(tp);
+            return;
+        }
         let Some(t) = self.tenants.get_mut(&tp.name) else { return };
         if changed {
             crate::crash_point!("quota");
@@ -238,6 +246,25 @@ impl Engine {
             t.decide(now, msg.clone());
             self.events.decision(Some(tp.name.as_str()), msg);
         }
+    }
+
+    /// Whether the tier has failed writes, the kernel's log read just now. Demotions are
+    /// where a failing device shows first, and a cut written after them would have the
+    /// kernel's reclaim retry the refused writes (seen: 5.9 s and 32.3 s) with the loop waiting.
+    fn tier_failed_writes(&mut self) -> bool {
+        self.watch_tier_faults();
+        self.tier_faults.write_errors > 0
+    }
+
+    /// Leaves a tenant's quota as it is, its cut not written: the tier fails writes, and
+    /// the next plan (one limit, no demotion) follows from that.
+    fn hold_quota(&mut self, tp: &TenantPlan) {
+        let msg = format!(
+            "quota stays {}: the tier device failed writes, so the cut to {} is not made",
+            show_quota(self.tenants.get(&tp.name).and_then(|t| t.quota)),
+            show_quota(tp.quota)
+        );
+        self.events.warn(Some(tp.name.as_str()), msg);
     }
 
     /// [`Self::carry_out_moves`], with a warning when it holds up the control loop.
@@ -361,10 +388,11 @@ impl Engine {
 }
 
 /// A quota cut carried out ahead of its bookkeeping: the bytes its demotions moved
-/// (demoted, prefetched, collapsed) and how writing its limit went, in seconds.
+/// (demoted, prefetched, collapsed) and how writing its limit went, in seconds (`None`:
+/// not written, the tier having failed the demotions' writes).
 pub(super) struct Cut {
     early: (u64, u64, usize),
-    limit: (Result<(), tierd_sys::cgroup::CgroupError>, f64),
+    limit: Option<(Result<(), tierd_sys::cgroup::CgroupError>, f64)>,
 }
 
 /// Whether a quota moving from `now` to `planned` is a change worth writing, and
