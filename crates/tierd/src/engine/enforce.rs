@@ -24,7 +24,6 @@ impl Engine {
         // A tenant waking up goes first, with as much of its prefetch as the DRAM no
         // tenant holds takes. Its quota may take the group's limits past the budget
         // meanwhile; the group limit still holds.
-        let group = self.group_rel();
         let group_limit = plan.group_limit.unwrap_or(self.cfg.dram_budget);
         let held: u64 = self.tenants.values().filter(|t| t.is_running()).map(|t| t.measure.dram).sum();
         let mut free = group_limit.saturating_sub(held);
@@ -49,35 +48,11 @@ impl Engine {
             false => cuts.iter().map(|tp| (self.tenant_rel(&tp.name), tp.quota)).collect(),
         };
         let cg = Arc::clone(&self.cg);
-        let deadline = Instant::now() + self.cfg.interval;
         let limits = std::thread::scope(|s| {
             let writes = s.spawn(move || {
                 jobs.iter().map(|(rel, quota)| mover::timed(|| cg.set_limit(rel, *quota))).collect::<Vec<_>>()
             });
-            let mut left: Vec<(TenantName, Vec<Range>, u64)> =
-                woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
-            while !writes.is_finished() && Instant::now() < deadline && left.iter().any(|l| !l.1.is_empty()) {
-                let usage = self.cg.stats(&group).map_or(group_limit, |st| st.usage);
-                let mut room = group_limit.saturating_sub(usage);
-                for (name, ranges, bytes) in &mut left {
-                    let now_ranges = take_within(ranges, &mut room);
-                    if now_ranges.is_empty() {
-                        continue;
-                    }
-                    ranges.retain(|r| !now_ranges.contains(r));
-                    let mut piece = TenantPlan::quota_only(name.clone(), None, String::new());
-                    piece.prefetch = now_ranges;
-                    *bytes += self.carry_out_moves(&piece).1;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            for (name, _, bytes) in left.into_iter().filter(|l| l.2 > 0) {
-                let msg = format!("prefetched {} as its neighbours' cuts freed DRAM", human(bytes));
-                if let Some(t) = self.tenants.get_mut(&name) {
-                    t.decide(now, msg.clone());
-                }
-                self.events.decision(Some(name.as_str()), msg);
-            }
+            self.prefetch_as_cuts_free(&woken, group_limit, now, || writes.is_finished());
             writes.join().unwrap_or_default()
         });
         let mut limits = limits.into_iter();
@@ -92,6 +67,38 @@ impl Engine {
             let mut rest = tp.clone();
             rest.woke = false;
             self.apply(if tp.woke { &rest } else { tp }, now, "", None);
+        }
+    }
+
+    /// Prefetches the woken tenants' ranges as the group's usage falls under
+    /// `group_limit`, until the cuts' limit writes are `done`, all is read, or an
+    /// interval has passed; logs what each got.
+    fn prefetch_as_cuts_free(&mut self, woken: &[&TenantPlan], group_limit: u64, now: f64, done: impl Fn() -> bool) {
+        let group = self.group_rel();
+        let deadline = Instant::now() + self.cfg.interval;
+        let mut left: Vec<(TenantName, Vec<Range>, u64)> =
+            woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
+        while !done() && Instant::now() < deadline && left.iter().any(|l| !l.1.is_empty()) {
+            let usage = self.cg.stats(&group).map_or(group_limit, |st| st.usage);
+            let mut room = group_limit.saturating_sub(usage);
+            for (name, ranges, bytes) in &mut left {
+                let now_ranges = take_within(ranges, &mut room);
+                if now_ranges.is_empty() {
+                    continue;
+                }
+                ranges.retain(|r| !now_ranges.contains(r));
+                let mut piece = TenantPlan::quota_only(name.clone(), None, String::new());
+                piece.prefetch = now_ranges;
+                *bytes += self.carry_out_moves(&piece).1;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (name, _, bytes) in left.into_iter().filter(|l| l.2 > 0) {
+            let msg = format!("prefetched {} as its neighbours' cuts freed DRAM", human(bytes));
+            if let Some(t) = self.tenants.get_mut(&name) {
+                t.decide(now, msg.clone());
+            }
+            self.events.decision(Some(name.as_str()), msg);
         }
     }
 
@@ -284,7 +291,6 @@ impl Engine {
     /// Carries out a tenant plan's page moves; returns bytes demoted, bytes prefetched
     /// and regions collapsed.
     pub(super) fn carry_out_moves(&mut self, tp: &TenantPlan) -> (u64, u64, usize) {
-        let rel = self.tenant_rel(&tp.name);
         let Some(t) = self.tenants.get_mut(&tp.name) else { return (0, 0, 0) };
         let (mut demoted, mut prefetched, mut collapsed) = (0, 0, 0);
         let mut failed: Vec<(&str, tierd_sys::madvise::AdviseResult)> = Vec::new();
@@ -344,46 +350,52 @@ impl Engine {
             tr.prefetched(&fresh);
             tr.prefetched(&tp.relayout);
         }
-        let was_refused = t.relayout_refused();
-        t.relayout_tally.0 += relaid.relaid;
-        t.relayout_tally.1 += relaid.refused;
-        if t.relayout_refused() && !was_refused {
-            let msg = "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory \
-                       (it opted out of huge pages, or they are off), so its wake-ups read the tier at random-read \
-                       speed";
-            t.decide(now, msg.to_string());
-            self.events.warn(Some(tp.name.as_str()), msg.to_string());
-        }
-        if relaid.split > 0 && !self.tier_room_warned {
-            self.tier_room_warned = true;
-            self.events.warn(
-                Some(tp.name.as_str()),
-                format!(
-                    "the tier has no free 2 MiB clusters of slots left: {} huge pages were split on the way out and \
-                     their pages scattered again, so relayout stops until room frees up; a larger tier (--tier-size) \
-                     keeps wake-ups sequential",
-                    relaid.split
-                ),
-            );
-        }
-        if relaid.relaid > 0 {
-            let msg = format!(
-                "laid out {} regions of its working set in runs on the tier (they lay in {} runs; {} read back to do \
-                 so); {} already were",
-                relaid.relaid,
-                relaid.runs_before,
-                human(relaid.read_bytes),
-                relaid.in_runs
-            );
-            t.decide(now, msg.clone());
-            self.events.decision(Some(tp.name.as_str()), msg);
-        }
+        report_relayout(t, &mut self.events, &mut self.tier_room_warned, &relaid, now);
         // Demoted pages now wait in the swap cache, written and clean: the kernel drops
         // them first and without I/O whenever this tenant's DRAM is wanted. Squeezing
         // them out now (as `tierctl demote` does) would also evict the tracker's
         // sampled hot pages, turning their refaults into tier reads.
-        let _ = rel;
         (demoted, prefetched, collapsed)
+    }
+}
+
+/// Tallies a pass's relayout of a tenant and says what changed: its memory refused,
+/// the tier out of free clusters (once), regions laid out.
+fn report_relayout(t: &mut Tenant, events: &mut Events, warned: &mut bool, relaid: &mover::Relaid, now: f64) {
+    let name = t.spec.name.clone();
+    let was_refused = t.relayout_refused();
+    t.relayout_tally.0 += relaid.relaid;
+    t.relayout_tally.1 += relaid.refused;
+    if t.relayout_refused() && !was_refused {
+        let msg = "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory \
+                   (it opted out of huge pages, or they are off), so its wake-ups read the tier at random-read \
+                   speed";
+        t.decide(now, msg.to_string());
+        events.warn(Some(name.as_str()), msg.to_string());
+    }
+    if relaid.split > 0 && !*warned {
+        *warned = true;
+        events.warn(
+            Some(name.as_str()),
+            format!(
+                "the tier has no free 2 MiB clusters of slots left: {} huge pages were split on the way out and \
+                 their pages scattered again, so relayout stops until room frees up; a larger tier (--tier-size) \
+                 keeps wake-ups sequential",
+                relaid.split
+            ),
+        );
+    }
+    if relaid.relaid > 0 {
+        let msg = format!(
+            "laid out {} regions of its working set in runs on the tier (they lay in {} runs; {} read back to do \
+             so); {} already were",
+            relaid.relaid,
+            relaid.runs_before,
+            human(relaid.read_bytes),
+            relaid.in_runs
+        );
+        t.decide(now, msg.clone());
+        events.decision(Some(name.as_str()), msg);
     }
 }
 

@@ -77,25 +77,30 @@ impl Engine {
         };
         crate::crash_point!("start");
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
-        let at_limit = engine.at_limit();
-        let subtree = [
-            (engine.root_rel(), AtLimit::Kill),
-            (engine.group_rel(), at_limit),
-            (engine.detached_rel(), AtLimit::Kill),
-        ];
-        for (rel, at_limit) in &subtree {
-            if let Err(e) = engine.cg.create(rel, *at_limit) {
-                // Leave no tier behind if tierd cannot manage cgroups.
-                if let Some(t) = engine.tier.take() {
-                    let _ = t.teardown();
-                }
-                return Err(anyhow!(e).context(format!("creating cgroup {rel} under {}", engine.cg.base().display())));
-            }
-        }
+        engine.create_subtree()?;
         engine.readopt(saved.tenants);
         engine.save_with(saved_tier);
         engine.tick();
         Ok(engine)
+    }
+
+    /// Creates tierd's cgroup subtree: its root, the tenants' group and `detached`. If
+    /// it cannot, it takes down the tier it made, so it leaves nothing behind.
+    fn create_subtree(&mut self) -> anyhow::Result<()> {
+        let subtree = [
+            (self.root_rel(), AtLimit::Kill),
+            (self.group_rel(), self.at_limit()),
+            (self.detached_rel(), AtLimit::Kill),
+        ];
+        for (rel, at_limit) in &subtree {
+            if let Err(e) = self.cg.create(rel, *at_limit) {
+                if let Some(t) = self.tier.take() {
+                    let _ = t.teardown();
+                }
+                return Err(anyhow!(e).context(format!("creating cgroup {rel} under {}", self.cg.base().display())));
+            }
+        }
+        Ok(())
     }
 
     /// Re-adopts the tenants of an earlier run (their cgroups survived it).

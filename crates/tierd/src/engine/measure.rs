@@ -2,6 +2,8 @@
 //! I/O, and the snapshot the policy plans from.
 
 use super::*;
+use crate::tenant::Measure;
+use tierd_sys::cgroup::Pressure;
 
 impl Engine {
     /// Updates each tenant's processes and notices exits.
@@ -40,37 +42,7 @@ impl Engine {
                 {
                     t.life = Life::Exited { code: exit_code(status) };
                 }
-                t.quota = None;
-                let code = match &t.life {
-                    Life::Exited { code: Some(c) } => format!("exit code {c}"),
-                    _ => "exit code unknown".into(),
-                };
-                if t.life == (Life::Exited { code: Some(tierd_sys::process::EXIT_BY_SIGBUS) })
-                    && self.tier_faults.read_errors > 0
-                {
-                    self.events.warn(
-                        Some(name.as_str()),
-                        format!(
-                            "ended by SIGBUS while the tier device fails reads: a page it had on the tier ({} \
-                             there at the last pass) could not be read back",
-                            human(t.measure.tier)
-                        ),
-                    );
-                }
-                // Its last process may have been the OOM killer's victim: counted before the cgroup goes.
-                if let Some(said) = self.cg.stats(&rel).ok().and_then(|s| t.count_oom_kills(s.oom_kills)) {
-                    self.events.warn(Some(name.as_str()), said);
-                }
-                if t.adopted.is_some() {
-                    self.give_back(&name);
-                    self.events
-                        .info(Some(name.as_str()), format!("exited ({code}); cgroup {rel} has its own settings back"));
-                } else {
-                    if let Err(e) = self.cg.remove(&rel) {
-                        self.events.warn(Some(name.as_str()), format!("cannot remove cgroup {rel}: {e}"));
-                    }
-                    self.events.info(Some(name.as_str()), format!("exited ({code}); its cgroup is removed"));
-                }
+                self.record_exit(&name, &rel);
                 changed = true;
             }
         }
@@ -84,6 +56,43 @@ impl Engine {
         }
         if changed {
             self.save();
+        }
+    }
+
+    /// Records that a tenant's last process ended: its exit and its cause where known (a
+    /// page the failing tier could not read back, the OOM killer), then its cgroup
+    /// removed, or an adopted one's settings put back.
+    fn record_exit(&mut self, name: &TenantName, rel: &str) {
+        let Some(t) = self.tenants.get_mut(name) else { return };
+        t.quota = None;
+        let code = match &t.life {
+            Life::Exited { code: Some(c) } => format!("exit code {c}"),
+            _ => "exit code unknown".into(),
+        };
+        if t.life == (Life::Exited { code: Some(tierd_sys::process::EXIT_BY_SIGBUS) })
+            && self.tier_faults.read_errors > 0
+        {
+            self.events.warn(
+                Some(name.as_str()),
+                format!(
+                    "ended by SIGBUS while the tier device fails reads: a page it had on the tier ({} \
+                     there at the last pass) could not be read back",
+                    human(t.measure.tier)
+                ),
+            );
+        }
+        // Its last process may have been the OOM killer's victim: counted before the cgroup goes.
+        if let Some(said) = self.cg.stats(rel).ok().and_then(|s| t.count_oom_kills(s.oom_kills)) {
+            self.events.warn(Some(name.as_str()), said);
+        }
+        if t.adopted.is_some() {
+            self.give_back(name);
+            self.events.info(Some(name.as_str()), format!("exited ({code}); cgroup {rel} has its own settings back"));
+        } else {
+            if let Err(e) = self.cg.remove(rel) {
+                self.events.warn(Some(name.as_str()), format!("cannot remove cgroup {rel}: {e}"));
+            }
+            self.events.info(Some(name.as_str()), format!("exited ({code}); its cgroup is removed"));
         }
     }
 
@@ -159,33 +168,9 @@ impl Engine {
             t.measure.major_faults_total = own_faults;
             // Rates are per interval: only the control loop moves their baseline.
             if rates {
-                let faults = if prev.at.is_some() { own_faults.saturating_sub(prev.major_faults) } else { 0 };
-                t.measure.untracked_faults += faults;
-                (t.measure.major_faults_per_sec, t.measure.tier_write_bytes_per_sec) = match prev.at {
-                    Some(at) if now > at => {
-                        let dt = (now - at).as_secs_f64();
-                        (faults as f64 / dt, t.measure.tier.saturating_sub(prev.tier_at_rate) as f64 / dt)
-                    }
-                    _ => (0.0, 0.0),
-                };
-                t.measure.tier_at_rate = t.measure.tier;
-                (t.measure.pressure_some, t.measure.pressure_full) = match (prev.pressure, pressure, prev.at) {
-                    (Some(a), Some(b), Some(at)) if now > at => {
-                        let us = (now - at).as_secs_f64() * 1e6;
-                        let share = |from: u64, to: u64| Some((to.saturating_sub(from) as f64 / us).min(1.0));
-                        (share(a.some_us, b.some_us), share(a.full_us, b.full_us))
-                    }
-                    _ => (None, None),
-                };
-                t.measure.pressure = pressure;
-                t.measure.at = Some(now);
-                t.measure.major_faults = own_faults;
-                t.fault_rates.push_back(t.measure.major_faults_per_sec);
                 let keep =
                     (self.cfg.tracker.window.as_secs_f64() / self.cfg.interval.as_secs_f64()).ceil() as usize + 1;
-                while t.fault_rates.len() > keep.max(2) {
-                    t.fault_rates.pop_front();
-                }
+                close_interval(t, &prev, now, pressure, own_faults, keep.max(2));
             }
         }
     }
@@ -373,4 +358,41 @@ fn say_guest(events: &mut Events, name: &TenantName, t: &mut Tenant) {
         None => {}
     }
     t.guest_said = Some(now);
+}
+
+/// Turns a tenant's counters into the rates of the interval that closes `now` (`prev`:
+/// its figures at the last close) and keeps its last `keep` fault rates.
+fn close_interval(
+    t: &mut Tenant,
+    prev: &Measure,
+    now: Instant,
+    pressure: Option<Pressure>,
+    faults_now: u64,
+    keep: usize,
+) {
+    let faults = if prev.at.is_some() { faults_now.saturating_sub(prev.major_faults) } else { 0 };
+    t.measure.untracked_faults += faults;
+    (t.measure.major_faults_per_sec, t.measure.tier_write_bytes_per_sec) = match prev.at {
+        Some(at) if now > at => {
+            let dt = (now - at).as_secs_f64();
+            (faults as f64 / dt, t.measure.tier.saturating_sub(prev.tier_at_rate) as f64 / dt)
+        }
+        _ => (0.0, 0.0),
+    };
+    t.measure.tier_at_rate = t.measure.tier;
+    (t.measure.pressure_some, t.measure.pressure_full) = match (prev.pressure, pressure, prev.at) {
+        (Some(a), Some(b), Some(at)) if now > at => {
+            let us = (now - at).as_secs_f64() * 1e6;
+            let share = |from: u64, to: u64| Some((to.saturating_sub(from) as f64 / us).min(1.0));
+            (share(a.some_us, b.some_us), share(a.full_us, b.full_us))
+        }
+        _ => (None, None),
+    };
+    t.measure.pressure = pressure;
+    t.measure.at = Some(now);
+    t.measure.major_faults = faults_now;
+    t.fault_rates.push_back(t.measure.major_faults_per_sec);
+    while t.fault_rates.len() > keep {
+        t.fault_rates.pop_front();
+    }
 }

@@ -14,9 +14,38 @@ impl Engine {
     pub(super) fn status_as_measured(&self) -> Status {
         let dram_used = self.dram_used().unwrap_or(0);
         let snap = self.snapshot();
-        let cap = self.capacity();
         let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.touched_bytes())).sum();
-        let tier = self.tier.as_ref().map(|t| TierStatus {
+        let tenants: Vec<TenantStatus> = self.tenants.values().map(|t| self.tenant_status(t)).collect();
+        Status {
+            version: env!("CARGO_PKG_VERSION").into(),
+            pid: std::process::id(),
+            policy: self.cfg.policy.to_string(),
+            cgroup_version: format!("{:?}", self.cg.version()).to_lowercase(),
+            cgroup_path: self.cg.base().join(self.root_rel()),
+            dram_budget_bytes: self.cfg.dram_budget,
+            dram_used_bytes: dram_used,
+            dram_free_bytes: self.cfg.dram_budget.saturating_sub(dram_used),
+            ratio: self.cfg.ratio,
+            capacity_bytes: self.capacity().total(),
+            committed_bytes: snap.committed_bytes(),
+            overcommit: snap.overcommit(),
+            active_bytes: active,
+            active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
+            tier: self.tier_status(),
+            tierd_cpu_percent: self.self_cpu_percent,
+            tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
+            promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
+            demotions_per_sec: self.tier_view.write_bytes_per_sec / 4096.0,
+            health: health::checks(&self.host_figures(active, &tenants)),
+            http_address: self.http_address.clone(),
+            uptime_secs: self.started.elapsed().as_secs_f64(),
+            tenants,
+        }
+    }
+
+    fn tier_status(&self) -> TierStatus {
+        let Some(t) = self.tier.as_ref() else { return TierStatus { drained: true, ..TierStatus::default() } };
+        TierStatus {
             path: t.record.path.clone(),
             swap_path: t.record.swap_path.clone(),
             backing: format!("{:?}", t.record.backing).to_lowercase(),
@@ -32,112 +61,93 @@ impl Engine {
             not_encrypted_because: t.encryption().err(),
             read_errors: self.tier_faults.read_errors,
             write_errors: self.tier_faults.write_errors,
-        });
-        // The policy's view of each tenant at its last pass.
-        let curve = |t: &Tenant| {
-            let snap = self.last_snapshot.as_ref()?;
-            let v = snap.tenants.iter().find(|v| v.spec.name == t.spec.name)?;
-            let window = snap.window_secs.max(snap.interval_secs);
-            (self.cfg.policy == PolicyKind::Tierd && t.is_running())
-                .then(|| tierd_core::policy::curve::Curve::of(v, window, snap.interval_secs, &self.cfg.knobs))
-        };
-        let tenants: Vec<TenantStatus> = self
-            .tenants
-            .values()
-            .map(|t| TenantStatus {
-                name: t.spec.name.to_string(),
-                state: if t.is_running() { "running".into() } else { "exited".into() },
-                exit_code: match t.life {
-                    Life::Exited { code } => code,
-                    Life::Running => None,
-                },
-                pids: t.pids(),
-                command: t.argv.clone(),
-                size_bytes: t.measure.footprint,
-                declared_size_bytes: t.spec.size,
-                dram_bytes: if t.is_running() { t.measure.dram } else { 0 },
-                tier_bytes: if t.is_running() { t.measure.tier } else { 0 },
-                huge_bytes: t.measure.huge,
-                pinned_bytes: t.measure.pinned,
-                quota_bytes: t.quota,
-                reserve_bytes: t.spec.guaranteed(),
-                charged_elsewhere_bytes: t.measure.charged_elsewhere,
-                adopted_cgroup: t.adopted.as_ref().map(|a| a.cgroup.clone()),
-                no_tier: t.spec.no_tier,
-                limit_bytes: t.spec.limit,
-                shares: t.spec.shares,
-                active_bytes: t.tracker.as_ref().and_then(|tr| tr.activeness()).map(|a| a.active_bytes),
-                active_ci_bytes: t.tracker.as_ref().and_then(|tr| tr.activeness()).map(|a| a.ci_bytes),
-                touched_in_window_bytes: t
-                    .tracker
-                    .as_ref()
-                    .and_then(|tr| tr.activeness())
-                    .and_then(|a| a.touched_in_window_bytes),
-                tracker_sample_pages: t.tracker.as_ref().map_or(0, |tr| tr.cost().sample_pages),
-                tracker_seconds: t.tracker.as_ref().map_or(0.0, |tr| tr.cost().seconds),
-                major_faults: t.measure.major_faults_total,
-                oom_kills: t.oom_kills,
-                major_faults_per_sec: if t.is_running() { t.measure.major_faults_per_sec } else { 0.0 },
-                tier_read_bytes_per_sec: if t.is_running() { t.measure.major_faults_per_sec * 4096.0 } else { 0.0 },
-                tier_write_bytes_per_sec: if t.is_running() { t.measure.tier_write_bytes_per_sec } else { 0.0 },
-                memory_pressure_some: t.measure.pressure_some.filter(|_| t.is_running()),
-                memory_pressure_full: t.measure.pressure_full.filter(|_| t.is_running()),
-                cpu_cores: if t.is_running() { t.activity.cpu } else { 0.0 },
-                at_rest_secs: if t.is_running() { t.activity.rest_secs(now_secs()) } else { None },
-                stall_share: if t.is_running() { t.activity.stall_share } else { 0.0 },
-                waiting_at_limit_secs: if t.is_running() { t.waits.waiting_secs(now_secs()) } else { None },
-                hot_bytes: curve(t).map(|c| c.hot),
-                warm_bytes: curve(t).map(|c| c.warm),
-                steep: curve(t).map(|c| c.steep),
-                predicted_useful: t.predicted,
-                reason: t.reason.clone(),
-                errors: t.errors.clone(),
-                vm: t.spec.vm || t.guest.is_some(),
-                guest: t.guest.clone(),
-            })
-            .collect();
-        Status {
-            version: env!("CARGO_PKG_VERSION").into(),
-            pid: std::process::id(),
-            policy: self.cfg.policy.to_string(),
-            cgroup_version: format!("{:?}", self.cg.version()).to_lowercase(),
-            cgroup_path: self.cg.base().join(self.root_rel()),
-            dram_budget_bytes: self.cfg.dram_budget,
-            dram_used_bytes: dram_used,
-            dram_free_bytes: self.cfg.dram_budget.saturating_sub(dram_used),
-            ratio: self.cfg.ratio,
-            capacity_bytes: cap.total(),
-            committed_bytes: snap.committed_bytes(),
-            overcommit: snap.overcommit(),
-            active_bytes: active,
-            active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
-            tier: tier.unwrap_or(TierStatus { drained: true, ..TierStatus::default() }),
-            tierd_cpu_percent: self.self_cpu_percent,
-            tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
-            promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
-            demotions_per_sec: self.tier_view.write_bytes_per_sec / 4096.0,
-            health: health::checks(&health::HostFigures {
-                dram_budget: self.cfg.dram_budget,
-                active,
-                tier_size: self.tier_view.size_bytes,
-                tier_used: self.tier_view.used_bytes,
-                tier_read_latency_us: self.tier_view.read_latency_us,
-                tenant_errors: tenant_errors(&tenants),
-                throttled: self.notes.iter().find(|n| n.throttles_demotion()).map(|n| n.to_string()),
-                waiting: self
-                    .tenants
-                    .iter()
-                    .filter(|(_, t)| t.is_running())
-                    .filter_map(|(n, t)| Some((n.to_string(), t.waits.waiting_secs(now_secs())?)))
-                    .collect(),
-                oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
-                tier_drained: self.tier.is_none(),
-                tier_faults: self.tier_faults,
-                tier_encryption: self.tier.as_ref().map(|t| t.encryption().map(str::to_string)),
-            }),
-            http_address: self.http_address.clone(),
-            uptime_secs: self.started.elapsed().as_secs_f64(),
-            tenants,
+        }
+    }
+
+    /// The host's figures the health checks judge.
+    fn host_figures(&self, active: u64, tenants: &[TenantStatus]) -> health::HostFigures {
+        health::HostFigures {
+            dram_budget: self.cfg.dram_budget,
+            active,
+            tier_size: self.tier_view.size_bytes,
+            tier_used: self.tier_view.used_bytes,
+            tier_read_latency_us: self.tier_view.read_latency_us,
+            tenant_errors: tenant_errors(tenants),
+            throttled: self.notes.iter().find(|n| n.throttles_demotion()).map(|n| n.to_string()),
+            waiting: self
+                .tenants
+                .iter()
+                .filter(|(_, t)| t.is_running())
+                .filter_map(|(n, t)| Some((n.to_string(), t.waits.waiting_secs(now_secs())?)))
+                .collect(),
+            oom_grace_secs: self.cfg.oom_grace.as_secs_f64(),
+            tier_drained: self.tier.is_none(),
+            tier_faults: self.tier_faults,
+            tier_encryption: self.tier.as_ref().map(|t| t.encryption().map(str::to_string)),
+        }
+    }
+
+    /// The policy's view of a running tenant at its last pass (the `tierd` policy's).
+    fn curve_of(&self, t: &Tenant) -> Option<tierd_core::policy::curve::Curve> {
+        let snap = self.last_snapshot.as_ref()?;
+        let v = snap.tenants.iter().find(|v| v.spec.name == t.spec.name)?;
+        let window = snap.window_secs.max(snap.interval_secs);
+        (self.cfg.policy == PolicyKind::Tierd && t.is_running())
+            .then(|| tierd_core::policy::curve::Curve::of(v, window, snap.interval_secs, &self.cfg.knobs))
+    }
+
+    /// One tenant's row; an exited tenant's rates and holdings read zero.
+    fn tenant_status(&self, t: &Tenant) -> TenantStatus {
+        let running = t.is_running();
+        let live = |v: f64| if running { v } else { 0.0 };
+        let activeness = t.tracker.as_ref().and_then(|tr| tr.activeness());
+        let curve = self.curve_of(t);
+        TenantStatus {
+            name: t.spec.name.to_string(),
+            state: if running { "running".into() } else { "exited".into() },
+            exit_code: match t.life {
+                Life::Exited { code } => code,
+                Life::Running => None,
+            },
+            pids: t.pids(),
+            command: t.argv.clone(),
+            size_bytes: t.measure.footprint,
+            declared_size_bytes: t.spec.size,
+            dram_bytes: if running { t.measure.dram } else { 0 },
+            tier_bytes: if running { t.measure.tier } else { 0 },
+            huge_bytes: t.measure.huge,
+            pinned_bytes: t.measure.pinned,
+            quota_bytes: t.quota,
+            reserve_bytes: t.spec.guaranteed(),
+            charged_elsewhere_bytes: t.measure.charged_elsewhere,
+            adopted_cgroup: t.adopted.as_ref().map(|a| a.cgroup.clone()),
+            no_tier: t.spec.no_tier,
+            limit_bytes: t.spec.limit,
+            shares: t.spec.shares,
+            active_bytes: activeness.map(|a| a.active_bytes),
+            active_ci_bytes: activeness.map(|a| a.ci_bytes),
+            touched_in_window_bytes: activeness.and_then(|a| a.touched_in_window_bytes),
+            tracker_sample_pages: t.tracker.as_ref().map_or(0, |tr| tr.cost().sample_pages),
+            tracker_seconds: t.tracker.as_ref().map_or(0.0, |tr| tr.cost().seconds),
+            major_faults: t.measure.major_faults_total,
+            oom_kills: t.oom_kills,
+            major_faults_per_sec: live(t.measure.major_faults_per_sec),
+            tier_read_bytes_per_sec: live(t.measure.major_faults_per_sec * 4096.0),
+            tier_write_bytes_per_sec: live(t.measure.tier_write_bytes_per_sec),
+            memory_pressure_some: t.measure.pressure_some.filter(|_| running),
+            memory_pressure_full: t.measure.pressure_full.filter(|_| running),
+            cpu_cores: live(t.activity.cpu),
+            at_rest_secs: if running { t.activity.rest_secs(now_secs()) } else { None },
+            stall_share: live(t.activity.stall_share),
+            waiting_at_limit_secs: if running { t.waits.waiting_secs(now_secs()) } else { None },
+            hot_bytes: curve.as_ref().map(|c| c.hot),
+            warm_bytes: curve.as_ref().map(|c| c.warm),
+            steep: curve.as_ref().map(|c| c.steep),
+            predicted_useful: t.predicted,
+            reason: t.reason.clone(),
+            errors: t.errors.clone(),
+            vm: t.spec.vm || t.guest.is_some(),
+            guest: t.guest.clone(),
         }
     }
 }
