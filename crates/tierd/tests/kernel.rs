@@ -267,7 +267,7 @@ fn bad_inputs_get_clear_errors_and_change_nothing() {
     let e = refused(&d, &["attach", "4000000", "--name", "ghost"]);
     assert!(e.contains("no process with PID 4000000"), "{e}");
     let e = refused(&d, &["attach", "1", "--name", "init"]);
-    assert!(e.contains("outside tierd's own cgroup"), "{e}");
+    assert!(e.contains("outside tierd's own cgroup") && e.contains("tierctl adopt /"), "points to adopt: {e}");
     for hostile in ["../../etc", "a/b", ".hidden", "x y"] {
         let e = refused(&d, &["run", "--name", hostile, "--", "true"]);
         assert!(e.contains("tenant name"), "{hostile}: {e}");

@@ -141,8 +141,9 @@ impl Engine {
         if !self.cg.contains_pid(&self.proc, pid)? {
             let theirs = self.proc.memory_cgroup(Some(pid)).unwrap_or_else(|_| "?".into());
             bail!(
-                "PID {pid} lives in memory cgroup {theirs}, outside tierd's own cgroup {}; tierd only adopts processes in its \
-                 own subtree (start the program with `tierctl run`, or from tierd's cgroup)",
+                "PID {pid} lives in memory cgroup {theirs}, outside tierd's own cgroup {}; tierd moves only processes in \
+                 its own subtree (start the program with `tierctl run`), but it can tier that whole cgroup where it is: \
+                 `tierctl adopt {theirs}` (allowed below tierd's cgroup and the config's adopt_roots)",
                 self.cg.base().display()
             );
         }
