@@ -91,13 +91,8 @@ impl MemoryController for V1 {
     }
 
     fn create(&self, rel: &str, at_limit: AtLimit) -> Result<(), CgroupError> {
-        let dir = inside(&self.reach.base, rel)?;
-        make_dir(&dir)?;
-        let oom = dir.join("memory.oom_control");
-        if oom.exists() {
-            write_text(&oom, if at_limit == AtLimit::Wait { "1" } else { "0" })?;
-        }
-        Ok(())
+        make_dir(&inside(&self.reach.base, rel)?)?;
+        self.take_over(rel, at_limit)
     }
 
     fn remove(&self, rel: &str) -> Result<(), CgroupError> {
@@ -181,10 +176,10 @@ impl MemoryController for V1 {
     }
 
     fn take_over(&self, rel: &str, at_limit: AtLimit) -> Result<(), CgroupError> {
-        write_text(
-            &self.reach.dir(rel)?.join("memory.oom_control"),
-            if at_limit == AtLimit::Wait { "1" } else { "0" },
-        )?;
+        let oom = self.reach.dir(rel)?.join("memory.oom_control");
+        if oom.exists() {
+            write_text(&oom, if at_limit == AtLimit::Wait { "1" } else { "0" })?;
+        }
         Ok(())
     }
 

@@ -57,10 +57,11 @@ impl Engine {
         }
         let stats = self.cg.stats(&cgroup)?;
         let pinned = pids.iter().filter_map(|&p| self.proc.memory(p).ok()).map(|m| m.locked + m.hugetlb).sum();
-        self.check_new(&spec, stats.anon + stats.swap, pinned)?;
+        let footprint = stats.anon + stats.swap;
+        self.check_new(&spec, footprint, pinned)?;
         let settings = self.cg.settings(&cgroup)?;
         let quota =
-            match self.ready_cgroup(&cgroup, true).and_then(|()| self.limit_new(&cgroup, &spec, stats.anon, true)) {
+            match self.ready_cgroup(&cgroup, true).and_then(|()| self.limit_new(&cgroup, &spec, footprint, true)) {
                 Ok(q) => q,
                 Err(e) => {
                     let _ = self.cg.restore(&cgroup, &settings);

@@ -43,7 +43,7 @@ impl Engine {
         for tp in &cuts {
             early.push(self.moves(tp));
         }
-        let jobs: Vec<(String, Option<u64>)> = match self.tier_failed_writes() {
+        let jobs: Vec<(String, Option<u64>)> = match !cuts.is_empty() && self.tier_failing_now() {
             true => Vec::new(),
             false => cuts.iter().map(|tp| (self.tenant_rel(&tp.name), tp.quota)).collect(),
         };
@@ -190,7 +190,7 @@ impl Engine {
             Some(c) => (Some(c.early), c.limit),
             None => (falling.then(|| self.moves(tp)), None),
         };
-        if changed && falling && limit.is_none() && self.tier_failed_writes() {
+        if changed && falling && limit.is_none() && self.tier_failing_now() {
             self.hold_quota(tp);
             return;
         }
@@ -255,19 +255,11 @@ impl Engine {
         }
     }
 
-    /// Whether the tier has failed writes, the kernel's log read just now. Demotions are
-    /// where a failing device shows first, and a cut written after them would have the
-    /// kernel's reclaim retry the refused writes (seen: 5.9 s and 32.3 s) with the loop waiting.
-    fn tier_failed_writes(&mut self) -> bool {
-        self.watch_tier_faults();
-        self.tier_faults.write_errors > 0
-    }
-
-    /// Leaves a tenant's quota as it is, its cut not written: the tier fails writes, and
+    /// Leaves a tenant's quota as it is, its cut not written: the tier is failing, and
     /// the next plan (one limit, no demotion) follows from that.
     fn hold_quota(&mut self, tp: &TenantPlan) {
         let msg = format!(
-            "quota stays {}: the tier device failed writes, so the cut to {} is not made",
+            "quota stays {}: the tier device is failing, so the cut to {} is not made",
             show_quota(self.tenants.get(&tp.name).and_then(|t| t.quota)),
             show_quota(tp.quota)
         );

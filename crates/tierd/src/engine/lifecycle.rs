@@ -113,7 +113,7 @@ impl Engine {
             t.adopted = s.adopted;
             let name = t.spec.name.clone();
             if t.is_running() {
-                let rel = t.adopted.as_ref().map_or_else(|| self.tenant_rel(&name), |a| a.cgroup.clone());
+                let rel = self.cgroup_of(&name, t.adopted.as_ref());
                 let pids = self.cg.procs(&rel).unwrap_or_default();
                 t.procs = pids.iter().filter_map(|&p| Pidfd::open(p).ok()).collect();
                 if t.procs.is_empty() {

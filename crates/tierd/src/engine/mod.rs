@@ -128,7 +128,12 @@ impl Engine {
 
     /// A tenant's cgroup: in tierd's subtree, or the one it was adopted in.
     fn tenant_rel(&self, name: &TenantName) -> String {
-        match self.tenants.get(name).and_then(|t| t.adopted.as_ref()) {
+        self.cgroup_of(name, self.tenants.get(name).and_then(|t| t.adopted.as_ref()))
+    }
+
+    /// The cgroup of tenant `name`, adopted in `adopted` or else made in tierd's subtree.
+    fn cgroup_of(&self, name: &TenantName, adopted: Option<&crate::tenant::Adoption>) -> String {
+        match adopted {
             Some(a) => a.cgroup.clone(),
             None => format!("{}/tenants/{}", self.cfg.cgroup_name, name),
         }

@@ -261,10 +261,7 @@ impl Engine {
         }
         let seconds = start.elapsed().as_secs_f64();
         let reclaim_start = Instant::now();
-        // A demotion's own writes are where a failing device shows first. Reclaiming
-        // pages whose writes failed retries them, for tens of seconds, with tierd waiting.
-        self.watch_tier_faults();
-        let freed = if self.tier_faults.failing() {
+        let freed = if self.tier_failing_now() {
             let why = "the tier device failed writes: the pages it could not take stay in DRAM";
             self.events.warn(Some(name.as_str()), why.to_string());
             0
