@@ -44,6 +44,28 @@ fn chart_file(name: &str) -> String {
 pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("results.json"), serde_json::to_string_pretty(r)?)?;
+    let mut md = header(r);
+    md += "\n## Goals\n\n| scenario | goal | measured | verdict |\n|---|---|---|---|\n";
+    for g in goals(r) {
+        let _ = writeln!(md, "| {} | {} | {} | {} |", g.scenario, g.goal, g.measured, g.verdict.word());
+    }
+    // Each scenario once, where it first appears: a point added by a later run comes
+    // after the others, but belongs in its scenario's section.
+    let mut scenarios: Vec<&str> = Vec::new();
+    for p in &r.results {
+        if !scenarios.contains(&p.scenario.as_str()) {
+            scenarios.push(&p.scenario);
+        }
+    }
+    for sc in scenarios {
+        md += &scenario_section(out, r, sc)?;
+    }
+    std::fs::write(out.join("report.md"), md)?;
+    Ok(())
+}
+
+/// The report's title, the run, and how to read its figures.
+fn header(r: &Results) -> String {
     let mut md = match &r.simulated {
         None => String::from("# Benchmark suite: tierd against all-DRAM, plain swap and static quotas\n\n"),
         Some(s) => format!(
@@ -79,8 +101,7 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
         r.reps, r.scale, r.tier
     );
     // A tierd figure is the policy's it ran: say when the points mix generations.
-    let policy = |p: &PointResult| p.taken.as_ref().unwrap_or(&r.run).policy.clone();
-    let older = r.results.iter().filter(|p| policy(p) != r.run.policy).count();
+    let older = r.results.iter().filter(|p| policy_of(r, p) != r.run.policy).count();
     if older > 0 {
         let _ = write!(
             md,
@@ -90,120 +111,124 @@ pub fn write(out: &Path, r: &Results) -> anyhow::Result<()> {
             r.results.len()
         );
     }
-    md += "\n## Goals\n\n| scenario | goal | measured | verdict |\n|---|---|---|---|\n";
-    for g in goals(r) {
-        let _ = writeln!(md, "| {} | {} | {} | {} |", g.scenario, g.goal, g.measured, g.verdict.word());
-    }
-    // Each scenario once, where it first appears: a point added by a later run comes
-    // after the others, but belongs in its scenario's section.
-    let mut scenarios: Vec<&str> = Vec::new();
-    for p in &r.results {
-        if !scenarios.contains(&p.scenario.as_str()) {
-            scenarios.push(&p.scenario);
+    md
+}
+
+/// The policy generation a point's `tierd` figures come from.
+fn policy_of(r: &Results, p: &PointResult) -> String {
+    p.taken.as_ref().unwrap_or(&r.run).policy.clone()
+}
+
+/// One scenario's section: its points, then its chart (wake-up's are per point) and,
+/// for login-storm, the most tenants each mode sustains.
+fn scenario_section(out: &Path, r: &Results, sc: &str) -> anyhow::Result<String> {
+    let points: Vec<&PointResult> = r.results.iter().filter(|p| p.scenario == sc).collect();
+    let mut md = format!("\n## {sc}\n\n{}\n", points[0].description);
+    for p in &points {
+        md += &point_section(r, p);
+        if sc == "wake-up" {
+            md += &wake_up_section(out, p)?;
         }
     }
-    for sc in scenarios {
-        let points: Vec<&PointResult> = r.results.iter().filter(|p| p.scenario == sc).collect();
-        let _ = write!(md, "\n## {sc}\n\n{}\n", points[0].description);
-        for p in &points {
-            let reps = p.modes.iter().map(|m| m.reps).max().unwrap_or(0);
-            // Every point names the code that measured it.
-            let named = match policy(p).as_str() {
-                "" => "the rule-based policy".to_string(),
-                g => format!("policy {g}"),
-            };
-            let when = match &p.taken {
-                Some(t) if *t != r.run => format!("; taken {} ({}, {named})", t.date, t.commit),
-                _ => format!("; taken by the latest run ({}, {named})", r.run.commit),
-            };
-            let _ = write!(
-                md,
-                "\n### {} — {} of tenant memory on {} of DRAM{}\n\n{reps} repetition(s){when}.\n\n| mode | relative | throughput (ops/s) | p99 (µs) | p99 ratio | per tenant (relative) | health | tierd CPU | tracking CPU per 8 GiB |\n|---|---|---|---|---|---|---|---|---|\n",
-                p.point,
-                human(p.tenant_memory_bytes),
-                human(p.dram_budget_bytes),
-                p.slow_tier.map_or(String::new(), |t| format!(
-                    ", tier reads throttled to {} IOPS and {} MB/s from {} s into each run",
-                    t.read_iops,
-                    t.read_bytes_per_sec / 1_000_000,
-                    t.after_secs
-                ))
-            );
-            for m in &p.modes {
-                let per: Vec<String> = m.tenants.iter().map(|(n, v)| format!("{n} {v:.2}")).collect();
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1}% | {} |",
-                    m.mode.name(),
-                    spread(m),
-                    m.throughput,
-                    m.p99_us,
-                    m.p99_latency_ratio,
-                    per.join(", "),
-                    m.health.join(" "),
-                    m.tierd_cpu_percent,
-                    m.tracker_cpu_per_8gib.map_or("—".into(), |c| format!("{c:.2}%"))
-                );
-            }
-            md += &failures(p);
-            if sc == "wake-up" {
-                md += "\n| mode | back to 95% of dram after (median) | each repetition | settles at (of dram) | \
-                       back to 95% of where it settles (median) | each repetition |\n|---|---|---|---|---|---|\n";
-                let secs = |v: Option<f64>| v.map_or("not within the run".to_string(), |v| format!("{v:.0} s"));
-                let each = |e: &[Option<f64>]| {
-                    e.iter()
-                        .map(|e| e.map_or("never".into(), |v| format!("{v:.0} s")))
-                        .collect::<Vec<String>>()
-                        .join(", ")
-                };
-                for m in &p.modes {
-                    let _ = writeln!(
-                        md,
-                        "| {} | {} | {} | {} | {} | {} |",
-                        m.mode.name(),
-                        secs(m.recovery_secs),
-                        each(&m.recovery_each),
-                        m.settled_relative.map_or("—".into(), |v| format!("{v:.2}")),
-                        if m.settle_each.is_empty() { "—".into() } else { secs(m.settle_secs) },
-                        if m.settle_each.is_empty() { "—".into() } else { each(&m.settle_each) },
-                    );
-                }
-                md += "\nThe goal is timed against `dram` before idling. Where a mode settles below 95% of that, \
-                       the first figure is noise around that line; the second times the read-back alone.\n";
-                let series: Vec<(&str, Vec<(f64, f64)>)> =
-                    p.modes.iter().map(|m| (m.mode.name(), m.recovery_curve.clone())).collect();
-                let file = chart_file(&p.name);
-                std::fs::write(
-                    out.join(&file),
-                    chart::lines(
-                        &format!("Wake-up ({} tier): throughput vs before idling", p.point),
-                        "seconds after waking",
-                        "relative throughput (median)",
-                        &series,
-                        Some(0.95),
-                    ),
-                )?;
-                let _ = writeln!(md, "\n![wake-up, {} tier]({file})", p.point);
-            }
-        }
-        if sc != "wake-up" {
-            let file = chart_file(sc);
-            std::fs::write(out.join(&file), scenario_chart(sc, &points))?;
-            let _ = writeln!(md, "\n![{sc}]({file})");
-        }
-        if sc == "login-storm" {
-            md += "\n| mode | most tenants at ≤ 5% loss |\n|---|---|\n";
-            for m in Mode::ALL {
-                if points.iter().any(|p| p.mode(m).is_some()) {
-                    let n = sustained_tenants(r, m);
-                    let _ =
-                        writeln!(md, "| {} | {} |", m.name(), n.map_or("none of those run".into(), |n| n.to_string()));
-                }
+    if sc != "wake-up" {
+        let file = chart_file(sc);
+        std::fs::write(out.join(&file), scenario_chart(sc, &points))?;
+        let _ = writeln!(md, "\n![{sc}]({file})");
+    }
+    if sc == "login-storm" {
+        md += "\n| mode | most tenants at ≤ 5% loss |\n|---|---|\n";
+        for m in Mode::ALL {
+            if points.iter().any(|p| p.mode(m).is_some()) {
+                let n = sustained_tenants(r, m);
+                let _ = writeln!(md, "| {} | {} |", m.name(), n.map_or("none of those run".into(), |n| n.to_string()));
             }
         }
     }
-    std::fs::write(out.join("report.md"), md)?;
-    Ok(())
+    Ok(md)
+}
+
+/// One point: where it ran, each mode's figures, and the tenants that failed.
+fn point_section(r: &Results, p: &PointResult) -> String {
+    let reps = p.modes.iter().map(|m| m.reps).max().unwrap_or(0);
+    // Every point names the code that measured it.
+    let named = match policy_of(r, p).as_str() {
+        "" => "the rule-based policy".to_string(),
+        g => format!("policy {g}"),
+    };
+    let when = match &p.taken {
+        Some(t) if *t != r.run => format!("; taken {} ({}, {named})", t.date, t.commit),
+        _ => format!("; taken by the latest run ({}, {named})", r.run.commit),
+    };
+    let mut md = format!(
+        "\n### {} — {} of tenant memory on {} of DRAM{}\n\n{reps} repetition(s){when}.\n\n| mode | relative | throughput (ops/s) | p99 (µs) | p99 ratio | per tenant (relative) | health | tierd CPU | tracking CPU per 8 GiB |\n|---|---|---|---|---|---|---|---|---|\n",
+        p.point,
+        human(p.tenant_memory_bytes),
+        human(p.dram_budget_bytes),
+        p.slow_tier.map_or(String::new(), |t| format!(
+            ", tier reads throttled to {} IOPS and {} MB/s from {} s into each run",
+            t.read_iops,
+            t.read_bytes_per_sec / 1_000_000,
+            t.after_secs
+        ))
+    );
+    for m in &p.modes {
+        let per: Vec<String> = m.tenants.iter().map(|(n, v)| format!("{n} {v:.2}")).collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1}% | {} |",
+            m.mode.name(),
+            spread(m),
+            m.throughput,
+            m.p99_us,
+            m.p99_latency_ratio,
+            per.join(", "),
+            m.health.join(" "),
+            m.tierd_cpu_percent,
+            m.tracker_cpu_per_8gib.map_or("—".into(), |c| format!("{c:.2}%"))
+        );
+    }
+    md + &failures(p)
+}
+
+/// A wake-up point's recovery times per mode, and its chart.
+fn wake_up_section(out: &Path, p: &PointResult) -> anyhow::Result<String> {
+    let mut md = String::from(
+        "\n| mode | back to 95% of dram after (median) | each repetition | settles at (of dram) | \
+         back to 95% of where it settles (median) | each repetition |\n|---|---|---|---|---|---|\n",
+    );
+    let secs = |v: Option<f64>| v.map_or("not within the run".to_string(), |v| format!("{v:.0} s"));
+    let each = |e: &[Option<f64>]| {
+        e.iter().map(|e| e.map_or("never".into(), |v| format!("{v:.0} s"))).collect::<Vec<String>>().join(", ")
+    };
+    for m in &p.modes {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} |",
+            m.mode.name(),
+            secs(m.recovery_secs),
+            each(&m.recovery_each),
+            m.settled_relative.map_or("—".into(), |v| format!("{v:.2}")),
+            if m.settle_each.is_empty() { "—".into() } else { secs(m.settle_secs) },
+            if m.settle_each.is_empty() { "—".into() } else { each(&m.settle_each) },
+        );
+    }
+    md += "\nThe goal is timed against `dram` before idling. Where a mode settles below 95% of that, \
+           the first figure is noise around that line; the second times the read-back alone.\n";
+    let series: Vec<(&str, Vec<(f64, f64)>)> =
+        p.modes.iter().map(|m| (m.mode.name(), m.recovery_curve.clone())).collect();
+    let file = chart_file(&p.name);
+    std::fs::write(
+        out.join(&file),
+        chart::lines(
+            &format!("Wake-up ({} tier): throughput vs before idling", p.point),
+            "seconds after waking",
+            "relative throughput (median)",
+            &series,
+            Some(0.95),
+        ),
+    )?;
+    let _ = writeln!(md, "\n![wake-up, {} tier]({file})", p.point);
+    Ok(md)
 }
 
 /// Bars per point (or per tenant for single-point scenarios), one per mode, with the
