@@ -177,39 +177,39 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     if s.hot < PAGE {
         bail!("the hot set must be at least one page ({PAGE} bytes)");
     }
-    let mut mem = AnonMemory::new(s.size, s.pages)?;
-    let pages = s.size / PAGE;
-    let hot_pages = s.hot / PAGE;
-    let hot_first = s.hot_offset / PAGE;
-    let mut gens = vec![0u32; pages];
+    let mut mem = Pages { mem: AnonMemory::new(s.size, s.pages)?, gens: vec![0u32; s.size / PAGE], seed: s.seed };
     let started = Instant::now();
     // Pages written so far: stopped during the fill, only those are verified (the rest
     // never held anything to lose).
-    let mut filled = 0;
-    {
-        let words = mem.as_mut_slice();
-        for p in 0..pages {
-            for w in 0..WORDS {
-                words[p * WORDS + w] = expected(s.seed, p, w, 0);
-            }
-            filled = p + 1;
-            if p % 4096 == 0 && stop.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-    }
+    let filled = mem.fill(&stop);
     let fill_secs = started.elapsed().as_secs_f64();
     if !s.json {
         println!("filled {} MiB in {fill_secs:.2}s", s.size >> 20);
     }
-
-    let zipf = (s.pattern == Pattern::Zipf).then(|| Zipf::new(hot_pages));
-    // Scatter Zipf ranks over the hot set so the hottest pages are not adjacent.
-    let stride = scatter_stride(hot_pages);
-    let mut rng = fastrand::Rng::with_seed(s.seed ^ 0x5EED);
     let mut meter = Meter::new(s.report)?;
+    run_phases(s, &mut mem, &stop, &mut meter)?;
+    let v0 = Instant::now();
+    let (verified, corrupt) = if s.verify_all { mem.verify(filled) } else { (0, 0) };
+    Ok(Summary {
+        summary: true,
+        active_ops: meter.active_ops(),
+        active_secs: meter.active_secs,
+        ops_per_sec: meter.ops_per_sec(),
+        p50_us: meter.quantile_us(0.5),
+        p99_us: meter.quantile_us(0.99),
+        p999_us: meter.quantile_us(0.999),
+        verified_pages: verified,
+        corrupt_pages: corrupt,
+        fill_secs,
+        verify_secs: v0.elapsed().as_secs_f64(),
+    })
+}
 
-    'phases: for phase in &s.phases {
+/// Runs the phases until their end or `stop`, reporting through `meter`.
+fn run_phases(s: &Settings, mem: &mut Pages, stop: &AtomicBool, meter: &mut Meter) -> anyhow::Result<()> {
+    let pick = Picker::new(s);
+    let mut rng = fastrand::Rng::with_seed(s.seed ^ 0x5EED);
+    for phase in &s.phases {
         let end = Instant::now() + phase.duration;
         let phase_start = Instant::now();
         let mut phase_ops = 0u64;
@@ -219,7 +219,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
                 break;
             }
             if let Some(mut r) = meter.report_due(now, phase.kind) {
-                r.hot_huge = (s.pages == PageKind::Thp).then(|| huge_share(&mem, s.hot_offset, s.hot));
+                r.hot_huge = (s.pages == PageKind::Thp).then(|| huge_share(&mem.mem, s.hot_offset, s.hot));
                 emit(s.json, &r);
             }
             if phase.kind == PhaseKind::Idle {
@@ -233,74 +233,117 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
             phase_ops += 64;
             // A batch of accesses between clock checks.
             for _ in 0..64 {
-                let p = match phase.kind {
-                    PhaseKind::Sweep => rng.usize(0..pages),
-                    _ => {
-                        let rank = match &zipf {
-                            Some(z) => z.sample(rng.f64()),
-                            None => rng.usize(0..hot_pages),
-                        };
-                        hot_first + (rank * stride) % hot_pages
-                    }
-                };
+                let p = pick.page(phase.kind, &mut rng);
                 let line = rng.usize(0..WORDS / LINE) * LINE;
                 let write = s.write_ratio > 0.0 && rng.f64() < s.write_ratio;
                 let a = Instant::now();
-                let words = mem.as_mut_slice();
-                let g = gens[p];
-                for w in line..line + LINE {
-                    let v = words[p * WORDS + w];
-                    if v != expected(s.seed, p, w, g) {
-                        bail!(
-                            "corrupt memory: page {p} word {w} holds {v:#x}, expected {:#x}",
-                            expected(s.seed, p, w, g)
-                        );
-                    }
-                }
-                if write {
-                    let g = g.wrapping_add(1);
-                    for w in 0..WORDS {
-                        words[p * WORDS + w] = expected(s.seed, p, w, g);
-                    }
-                    gens[p] = g;
-                }
+                mem.access(p, line, write)?;
                 meter.record(phase.kind, a.elapsed().as_nanos() as u64);
             }
         }
         meter.phase_done(phase.kind, phase_start);
         if stop.load(Ordering::Relaxed) {
-            break 'phases;
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Which page an access goes to: anywhere in a sweep, else in the hot set, uniformly
+/// or by Zipf rank.
+struct Picker {
+    pages: usize,
+    hot_pages: usize,
+    hot_first: usize,
+    zipf: Option<Zipf>,
+    /// Scatters Zipf ranks over the hot set so the hottest pages are not adjacent.
+    stride: usize,
+}
+
+impl Picker {
+    fn new(s: &Settings) -> Picker {
+        let hot_pages = s.hot / PAGE;
+        Picker {
+            pages: s.size / PAGE,
+            hot_pages,
+            hot_first: s.hot_offset / PAGE,
+            zipf: (s.pattern == Pattern::Zipf).then(|| Zipf::new(hot_pages)),
+            stride: scatter_stride(hot_pages),
         }
     }
 
-    let v0 = Instant::now();
-    let mut verified = 0;
-    let mut corrupt = 0;
-    if s.verify_all {
-        let words = mem.as_slice();
+    #[inline]
+    fn page(&self, kind: PhaseKind, rng: &mut fastrand::Rng) -> usize {
+        if kind == PhaseKind::Sweep {
+            return rng.usize(0..self.pages);
+        }
+        let rank = match &self.zipf {
+            Some(z) => z.sample(rng.f64()),
+            None => rng.usize(0..self.hot_pages),
+        };
+        self.hot_first + (rank * self.stride) % self.hot_pages
+    }
+}
+
+/// The tenant's memory and the generation each page's content was written at.
+struct Pages {
+    mem: AnonMemory,
+    gens: Vec<u32>,
+    seed: u64,
+}
+
+impl Pages {
+    /// Writes every page's first content; returns the pages written before `stop`.
+    fn fill(&mut self, stop: &AtomicBool) -> usize {
+        let words = self.mem.as_mut_slice();
+        let mut filled = 0;
+        for p in 0..self.gens.len() {
+            for w in 0..WORDS {
+                words[p * WORDS + w] = expected(self.seed, p, w, 0);
+            }
+            filled = p + 1;
+            if p % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        filled
+    }
+
+    /// Reads one cache line of page `p` and checks it; a write rewrites the whole page
+    /// at the next generation.
+    #[inline]
+    fn access(&mut self, p: usize, line: usize, write: bool) -> anyhow::Result<()> {
+        let words = self.mem.as_mut_slice();
+        let g = self.gens[p];
+        for w in line..line + LINE {
+            let v = words[p * WORDS + w];
+            if v != expected(self.seed, p, w, g) {
+                bail!("corrupt memory: page {p} word {w} holds {v:#x}, expected {:#x}", expected(self.seed, p, w, g));
+            }
+        }
+        if write {
+            let g = g.wrapping_add(1);
+            for w in 0..WORDS {
+                words[p * WORDS + w] = expected(self.seed, p, w, g);
+            }
+            self.gens[p] = g;
+        }
+        Ok(())
+    }
+
+    /// Checks every word of the first `filled` pages: (pages verified, corrupt).
+    fn verify(&self, filled: usize) -> (u64, u64) {
+        let words = self.mem.as_slice();
+        let mut corrupt = 0;
         for p in 0..filled {
-            let g = gens[p];
-            if (0..WORDS).any(|w| words[p * WORDS + w] != expected(s.seed, p, w, g)) {
+            let g = self.gens[p];
+            if (0..WORDS).any(|w| words[p * WORDS + w] != expected(self.seed, p, w, g)) {
                 corrupt += 1;
                 eprintln!("corrupt memory: page {p}");
             }
-            verified += 1;
         }
+        (filled as u64, corrupt)
     }
-    let summary = Summary {
-        summary: true,
-        active_ops: meter.active_ops(),
-        active_secs: meter.active_secs,
-        ops_per_sec: meter.ops_per_sec(),
-        p50_us: meter.quantile_us(0.5),
-        p99_us: meter.quantile_us(0.99),
-        p999_us: meter.quantile_us(0.999),
-        verified_pages: verified,
-        corrupt_pages: corrupt,
-        fill_secs,
-        verify_secs: v0.elapsed().as_secs_f64(),
-    };
-    Ok(summary)
 }
 
 /// Share of `len` bytes at `offset` in `mem` that the kernel maps with huge pages.
