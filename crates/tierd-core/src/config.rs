@@ -5,7 +5,7 @@
 //! validated, fully resolved result the daemon runs on. Defaults that depend on the
 //! host (the DRAM budget) are passed in by the caller, so this module stays pure.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -235,89 +235,26 @@ impl RawConfig {
     /// used for the default budget (half of it) and to refuse a budget above it.
     pub fn validate(&self, host_memory: u64) -> Result<Config, ConfigError> {
         let mut errs = Vec::new();
-
-        let dram_budget = self.dram_budget.map_or(host_memory / 2, |b| b.0);
-        if dram_budget < 64 << 20 {
-            errs.push(format!("dram_budget {} is below the 64 MiB minimum", human(dram_budget)));
-        }
-        if host_memory > 0 && dram_budget > host_memory {
-            errs.push(format!(
-                "dram_budget {} is more than this host's memory ({})",
-                human(dram_budget),
-                human(host_memory)
-            ));
-        }
-
-        let ratio = self.ratio.unwrap_or(1.0);
-        if !(ratio.is_finite() && ratio > 0.0 && ratio <= 16.0) {
-            errs.push(format!("ratio {ratio} must be above 0 and at most 16 (NVMe bytes per DRAM byte)"));
-        }
-
+        let (dram_budget, ratio) = self.memory(host_memory, &mut errs);
         let interval = parse_duration("interval", self.interval.as_deref(), Duration::from_secs(10), &mut errs);
         if interval < Duration::from_millis(100) || interval > Duration::from_secs(600) {
             errs.push(format!("interval {} must be between 100ms and 10m", humantime::format_duration(interval)));
         }
-
         let oom_grace = parse_duration("oom_grace", self.oom_grace.as_deref(), Duration::from_secs(30), &mut errs);
         if oom_grace < Duration::from_secs(1) || oom_grace > Duration::from_secs(3600) {
             errs.push(format!("oom_grace {} must be between 1s and 1h", humantime::format_duration(oom_grace)));
         }
-
-        let state_dir = self.state_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR));
-        if !state_dir.is_absolute() {
-            errs.push(format!("state_dir {} must be an absolute path", state_dir.display()));
-        }
-        let socket = self.socket.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
-        if !socket.is_absolute() {
-            errs.push(format!("socket {} must be an absolute path", socket.display()));
-        }
-        let cgroup_name = self.cgroup_name.clone().unwrap_or_else(|| DEFAULT_CGROUP_NAME.to_string());
-        if let Err(e) = crate::TenantName::new(&cgroup_name) {
-            errs.push(format!("cgroup_name: {e}"));
-        }
-
+        let (state_dir, socket, cgroup_name) = self.places(&mut errs);
         let adopt_roots = self.adopt_roots.clone().unwrap_or_default();
         errs.extend(adopt_roots.iter().filter_map(|r| adopt_root_problem(r)));
-
-        let embedded = self.tier.path.is_none();
-        let path = self.tier.path.clone().unwrap_or_else(|| state_dir.join("tier.swap"));
-        if !path.is_absolute() {
-            errs.push(format!("tier.path {} must be an absolute path", path.display()));
-        }
-        let size = match self.tier.size {
-            Some(s) => s.0,
-            // One extra MiB holds the swap header, so the usable size is budget x ratio.
-            None => (dram_budget as f64 * ratio) as u64 + (1 << 20),
-        };
-        if size < 40 << 10 {
-            errs.push(format!("tier.size {} is too small for a swap area", human(size)));
-        }
-
-        let sample_pages = self.tracker.sample_pages.unwrap_or(1024);
-        if !(16..=65536).contains(&sample_pages) {
-            errs.push(format!("tracker.sample_pages {sample_pages} must be between 16 and 65536"));
-        }
-        let cpu_budget = self.tracker.cpu_budget.unwrap_or(0.9);
-        if !(0.0..=100.0).contains(&cpu_budget) {
-            errs.push(format!("tracker.cpu_budget {cpu_budget} must be a percentage of one core, 0 to 100"));
-        }
-        let window =
-            parse_duration("tracker.window", self.tracker.window.as_deref(), Duration::from_secs(60), &mut errs);
-        if window < interval {
-            errs.push(format!(
-                "tracker.window {} must be at least one interval ({})",
-                humantime::format_duration(window),
-                humantime::format_duration(interval)
-            ));
-        }
-
+        let tier = self.tier_config(dram_budget, ratio, &state_dir, &mut errs);
+        let tracker = self.tracker_config(interval, &mut errs);
         let (policy, knobs) = match &self.policy {
             None => (PolicyKind::default(), crate::policy::Knobs::default()),
             Some(RawPolicy::Name(k)) => (*k, crate::policy::Knobs::default()),
             Some(RawPolicy::Table(t)) => (t.kind.unwrap_or_default(), t.tierd.unwrap_or_default()),
         };
         errs.extend(knobs.problems());
-
         if !errs.is_empty() {
             return Err(ConfigError::Invalid(errs));
         }
@@ -333,16 +270,92 @@ impl RawConfig {
             cgroup_name,
             http: self.http.clone(),
             adopt_roots: adopt_roots.iter().map(|r| r.trim_end_matches('/').to_string()).collect(),
-            tier: TierConfig {
-                path,
-                size,
-                backing: self.tier.backing,
-                force: self.tier.force,
-                encrypt: self.tier.encrypt,
-                embedded,
-            },
-            tracker: TrackerConfig { sample_pages, window, cpu_budget },
+            tier,
+            tracker,
         })
+    }
+
+    /// The DRAM budget (default: half the host's memory) and the tier's ratio to it.
+    fn memory(&self, host_memory: u64, errs: &mut Vec<String>) -> (u64, f64) {
+        let dram_budget = self.dram_budget.map_or(host_memory / 2, |b| b.0);
+        if dram_budget < 64 << 20 {
+            errs.push(format!("dram_budget {} is below the 64 MiB minimum", human(dram_budget)));
+        }
+        if host_memory > 0 && dram_budget > host_memory {
+            errs.push(format!(
+                "dram_budget {} is more than this host's memory ({})",
+                human(dram_budget),
+                human(host_memory)
+            ));
+        }
+        let ratio = self.ratio.unwrap_or(1.0);
+        if !(ratio.is_finite() && ratio > 0.0 && ratio <= 16.0) {
+            errs.push(format!("ratio {ratio} must be above 0 and at most 16 (NVMe bytes per DRAM byte)"));
+        }
+        (dram_budget, ratio)
+    }
+
+    /// Where tierd keeps its state, its socket and its cgroup.
+    fn places(&self, errs: &mut Vec<String>) -> (PathBuf, PathBuf, String) {
+        let state_dir = self.state_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR));
+        if !state_dir.is_absolute() {
+            errs.push(format!("state_dir {} must be an absolute path", state_dir.display()));
+        }
+        let socket = self.socket.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
+        if !socket.is_absolute() {
+            errs.push(format!("socket {} must be an absolute path", socket.display()));
+        }
+        let cgroup_name = self.cgroup_name.clone().unwrap_or_else(|| DEFAULT_CGROUP_NAME.to_string());
+        if let Err(e) = crate::TenantName::new(&cgroup_name) {
+            errs.push(format!("cgroup_name: {e}"));
+        }
+        (state_dir, socket, cgroup_name)
+    }
+
+    /// The tier: a file in the state directory unless given, sized budget x ratio.
+    fn tier_config(&self, dram_budget: u64, ratio: f64, state_dir: &Path, errs: &mut Vec<String>) -> TierConfig {
+        let embedded = self.tier.path.is_none();
+        let path = self.tier.path.clone().unwrap_or_else(|| state_dir.join("tier.swap"));
+        if !path.is_absolute() {
+            errs.push(format!("tier.path {} must be an absolute path", path.display()));
+        }
+        let size = match self.tier.size {
+            Some(s) => s.0,
+            // One extra MiB holds the swap header, so the usable size is budget x ratio.
+            None => (dram_budget as f64 * ratio) as u64 + (1 << 20),
+        };
+        if size < 40 << 10 {
+            errs.push(format!("tier.size {} is too small for a swap area", human(size)));
+        }
+        TierConfig {
+            path,
+            size,
+            backing: self.tier.backing,
+            force: self.tier.force,
+            encrypt: self.tier.encrypt,
+            embedded,
+        }
+    }
+
+    /// The tracker's sample, CPU budget and window (at least one interval).
+    fn tracker_config(&self, interval: Duration, errs: &mut Vec<String>) -> TrackerConfig {
+        let sample_pages = self.tracker.sample_pages.unwrap_or(1024);
+        if !(16..=65536).contains(&sample_pages) {
+            errs.push(format!("tracker.sample_pages {sample_pages} must be between 16 and 65536"));
+        }
+        let cpu_budget = self.tracker.cpu_budget.unwrap_or(0.9);
+        if !(0.0..=100.0).contains(&cpu_budget) {
+            errs.push(format!("tracker.cpu_budget {cpu_budget} must be a percentage of one core, 0 to 100"));
+        }
+        let window = parse_duration("tracker.window", self.tracker.window.as_deref(), Duration::from_secs(60), errs);
+        if window < interval {
+            errs.push(format!(
+                "tracker.window {} must be at least one interval ({})",
+                humantime::format_duration(window),
+                humantime::format_duration(interval)
+            ));
+        }
+        TrackerConfig { sample_pages, window, cpu_budget }
     }
 }
 
