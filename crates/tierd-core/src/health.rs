@@ -99,14 +99,28 @@ fn check(name: &str, colour: Colour, message: String, advice: &str) -> Check {
 
 /// The host's health checks, worst first within a stable order.
 pub fn checks(h: &HostFigures) -> Vec<Check> {
-    let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 };
     let mut out = vec![check(
         "active_memory",
         active_memory(h.active, h.dram_budget),
         format!("active memory {:.0}% of DRAM", pct(h.active, h.dram_budget)),
         "add DRAM (raise --dram-budget), move a tenant to another host, or lower the ratio",
     )];
-    out.push(match h.tier_read_latency_us {
+    out.extend(tier_checks(h));
+    if let Some(why) = &h.throttled {
+        out.push(check("demotion", Colour::Yellow, why.clone(), "demotion waits until the tier recovers"));
+    }
+    out.extend(tenant_checks(h));
+    out
+}
+
+/// `a` as a percentage of `b` (0 of nothing).
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 * 100.0 / b as f64 }
+}
+
+/// The tier's latency, fill, encryption, drain and device.
+fn tier_checks(h: &HostFigures) -> Vec<Check> {
+    let mut out = vec![match h.tier_read_latency_us {
         Some(us) => check(
             "tier_read_latency",
             tier_read_latency(us),
@@ -115,7 +129,7 @@ pub fn checks(h: &HostFigures) -> Vec<Check> {
              ratio so fewer pages live there",
         ),
         None => check("tier_read_latency", Colour::Green, "no tier reads in the last interval".into(), ""),
-    });
+    }];
     out.push(check(
         "tier_fill",
         tier_fill(h.tier_used, h.tier_size),
@@ -159,9 +173,12 @@ pub fn checks(h: &HostFigures) -> Vec<Check> {
              the tier back into DRAM; then restart tierd with a new tier",
         ));
     }
-    if let Some(why) = &h.throttled {
-        out.push(check("demotion", Colour::Yellow, why.clone(), "demotion waits until the tier recovers"));
-    }
+    out
+}
+
+/// Tenants stuck at their limit, and tenants whose operations failed.
+fn tenant_checks(h: &HostFigures) -> Vec<Check> {
+    let mut out = Vec::new();
     let stuck: Vec<String> = h
         .waiting
         .iter()
