@@ -289,16 +289,9 @@ fn tier_throttled(snap: &Snapshot) -> Option<Note> {
     (snap.tier.utilization >= 0.9).then_some(Note::BusyTier { utilization: snap.tier.utilization })
 }
 
-/// One tenant's quota and moves; `room` is its share of the demotions ahead of the
-/// kernel's reclaim ([`room_demotions`]).
-fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, room: Vec<Range>) -> TenantPlan {
+/// Why a tenant gets its quota: working or at rest, and what it touches or keeps.
+fn reason(s: &State, quota: Option<u64>, window: f64) -> String {
     let t = s.view;
-    let window = snap.window_secs.max(snap.interval_secs);
-    let interval = snap.interval_secs;
-    let quota = match mode {
-        Mode::Quotas => Some(part.max(s.floor).min(s.cap)),
-        Mode::Shared { .. } => None,
-    };
     let mut why = if s.working {
         let woke = match t.since_rest_secs.filter(|x| *x <= window) {
             Some(x) => format!("woke {x:.0} s ago, "),
@@ -318,7 +311,20 @@ fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, roo
         None => why += "; no quota of its own: one shared limit",
     }
     why += &super::guarantee_note(&t.spec);
-    let mut tp = TenantPlan::quota_only(t.spec.name.clone(), quota, why);
+    why
+}
+
+/// One tenant's quota and moves; `room` is its share of the demotions ahead of the
+/// kernel's reclaim ([`room_demotions`]).
+fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, room: Vec<Range>) -> TenantPlan {
+    let t = s.view;
+    let window = snap.window_secs.max(snap.interval_secs);
+    let interval = snap.interval_secs;
+    let quota = match mode {
+        Mode::Quotas => Some(part.max(s.floor).min(s.cap)),
+        Mode::Shared { .. } => None,
+    };
+    let mut tp = TenantPlan::quota_only(t.spec.name.clone(), quota, reason(s, quota, window));
     tp.woke = t.since_rest_secs.is_some_and(|x| x <= interval) && t.at_rest_secs.is_none();
     let limit = quota.unwrap_or(u64::MAX);
 
