@@ -264,15 +264,7 @@ impl Host {
         self.update_direct_mapped();
         let latency = self.device.read_latency();
         let tierd_cores = (self.tierd_debt / DT).min(1.0);
-        // Processor sharing: the share follows what is runnable, settled over two rounds
-        // (and across steps: phases change far more slowly than a step).
-        let mut demands = Vec::new();
-        for _ in 0..2 {
-            demands = self.tenants.iter().enumerate().map(|(i, t)| self.demand(i, t, latency)).collect();
-            let runnable: f64 = demands.iter().map(|d: &Demand| d.runnable).sum::<f64>() + tierd_cores;
-            let target = if runnable <= CPUS { 1.0 } else { CPUS / runnable };
-            self.cpu_share += (target - self.cpu_share) * 0.5;
-        }
+        let mut demands = self.share_cpu(latency, tierd_cores);
         // The device serves what it can; faulting tenants slow down to it.
         let reads: f64 = demands.iter().map(|d| d.touched.ios).sum();
         let pages: f64 = demands.iter().map(|d| d.touched.pages_in).sum();
@@ -284,44 +276,12 @@ impl Host {
                 }
             }
         }
-        let mut reads_done = 0.0;
-        let mut pages_done = 0.0;
+        let direct_mapped = self.direct_mapped.is_some();
+        let (mut reads_done, mut pages_done) = (0.0, 0.0);
         for (t, d) in self.tenants.iter_mut().zip(&demands) {
-            let doing = t.doing(now);
-            if doing == Doing::Fill {
-                for (x, n) in t.inserted.iter_mut().zip(t.mem.fill(d.fill_pages)) {
-                    *x += n;
-                }
-            }
-            let mut got = Touched::default();
-            t.last_ops = 0.0;
-            if let Doing::Phase(kind) = doing
-                && d.ops > 0.0
-            {
-                let per_page = t.layout.per_page(kind);
-                let x = d.ops;
-                t.last_ops = x;
-                let lambda: Vec<f64> = per_page.iter().map(|a| a * x).collect();
-                got = if self.direct_mapped.is_some() {
-                    // DRAM caches the tier: every miss is a read, nothing moves between tiers.
-                    let ios = d.touched.ios * if served < 1.0 { served } else { 1.0 };
-                    Touched { ios, pages_in: ios, ..Touched::default() }
-                } else {
-                    t.mem.touch(&lambda, DT)
-                };
-                for (e, l) in t.exposure.iter_mut().zip(&lambda) {
-                    *e += l * DT;
-                }
-            }
+            let got = run_tenant(t, d, now, served, latency, direct_mapped);
             reads_done += got.ios;
             pages_done += got.pages_in;
-            t.major_faults += got.ios;
-            t.minor_faults += got.minor;
-            t.cpu_secs += d.cpu * if served < 1.0 && got.ios > 0.0 { served } else { 1.0 };
-            t.window_ops += d.ops * DT;
-            t.ops_done += d.ops * DT;
-            t.window_ios += got.ios;
-            t.window_fault_secs += got.ios * latency;
         }
         self.tierd_debt = (self.tierd_debt - tierd_cores * self.cpu_share * DT).max(0.0);
         let demand_rho = self.device.demand_rho(now, reads_done, pages_done, DT);
@@ -337,6 +297,20 @@ impl Host {
         for t in &mut self.tenants {
             report(t, self.now, share, latency);
         }
+    }
+
+    /// Processor sharing: the share follows what is runnable, settled over two rounds
+    /// (and across steps: phases change far more slowly than a step). Returns what each
+    /// tenant would do at that share.
+    fn share_cpu(&mut self, latency: f64, tierd_cores: f64) -> Vec<Demand> {
+        let mut demands = Vec::new();
+        for _ in 0..2 {
+            demands = self.tenants.iter().enumerate().map(|(i, t)| self.demand(i, t, latency)).collect();
+            let runnable: f64 = demands.iter().map(|d: &Demand| d.runnable).sum::<f64>() + tierd_cores;
+            let target = if runnable <= CPUS { 1.0 } else { CPUS / runnable };
+            self.cpu_share += (target - self.cpu_share) * 0.5;
+        }
+        demands
     }
 
     /// What tenant `i` would do this step at the current CPU share.
@@ -562,6 +536,45 @@ fn solve(t: &Tenant, kind: PhaseKind, s: f64, latency: f64, reclaim: (f64, f64),
     }
     let (cpu, touched, _) = at(lo);
     Demand { ops: lo, touched, fill_pages: 0.0, cpu, runnable: cpu / s / DT }
+}
+
+/// Tenant `t` does its step's share `d` of work (its reads `served` by the device
+/// at that share); returns what its touches brought in.
+fn run_tenant(t: &mut Tenant, d: &Demand, now: f64, served: f64, latency: f64, direct_mapped: bool) -> Touched {
+    let doing = t.doing(now);
+    if doing == Doing::Fill {
+        for (x, n) in t.inserted.iter_mut().zip(t.mem.fill(d.fill_pages)) {
+            *x += n;
+        }
+    }
+    let mut got = Touched::default();
+    t.last_ops = 0.0;
+    if let Doing::Phase(kind) = doing
+        && d.ops > 0.0
+    {
+        let per_page = t.layout.per_page(kind);
+        let x = d.ops;
+        t.last_ops = x;
+        let lambda: Vec<f64> = per_page.iter().map(|a| a * x).collect();
+        got = if direct_mapped {
+            // DRAM caches the tier: every miss is a read, nothing moves between tiers.
+            let ios = d.touched.ios * if served < 1.0 { served } else { 1.0 };
+            Touched { ios, pages_in: ios, ..Touched::default() }
+        } else {
+            t.mem.touch(&lambda, DT)
+        };
+        for (e, l) in t.exposure.iter_mut().zip(&lambda) {
+            *e += l * DT;
+        }
+    }
+    t.major_faults += got.ios;
+    t.minor_faults += got.minor;
+    t.cpu_secs += d.cpu * if served < 1.0 && got.ios > 0.0 { served } else { 1.0 };
+    t.window_ops += d.ops * DT;
+    t.ops_done += d.ops * DT;
+    t.window_ios += got.ios;
+    t.window_fault_secs += got.ios * latency;
+    got
 }
 
 /// Emits the tenant's report once a second of its own clock has passed.

@@ -132,17 +132,29 @@ impl Tracker {
 
     /// One observation: checks the samples, updates heat and estimates, draws anew.
     /// Returns the CPU seconds it took.
-    pub fn observe(&mut self, o: Observation<'_>, rng: &mut fastrand::Rng) -> f64 {
-        let now = o.now;
-        let mut fracs = Vec::with_capacity(self.fresh.len());
+    pub fn observe(&mut self, mut o: Observation<'_>, rng: &mut fastrand::Rng) -> f64 {
         let mut back_in = vec![0.0; self.regions.len()];
+        let fracs = self.check_fresh(&o, rng, &mut back_in);
+        self.recheck_pending(&o, rng, &mut back_in);
+        let faulted_in = self.settle(&o, &back_in);
+        if self.observed {
+            self.estimate(&fracs, faulted_in, o.own_faults, o.now);
+        }
+        self.estimates.age(o.now, self.window);
+        self.sample_next(&mut o, rng)
+    }
+
+    /// Which of last interval's samples came back (their shares); the others, and
+    /// those only partly back, are re-checked through the window.
+    fn check_fresh(&mut self, o: &Observation<'_>, rng: &mut fastrand::Rng, back_in: &mut [f64]) -> Vec<f64> {
+        let mut fracs = Vec::with_capacity(self.fresh.len());
         for mut s in std::mem::take(&mut self.fresh) {
             let back = Tracker::returned(rng, CLUSTER, s.exposure, o.exposure[s.class]);
             s.exposure = o.exposure[s.class];
             fracs.push(back / CLUSTER);
             if back > 0.0 {
                 self.batch_returned(s.drawn, back);
-                self.came_back(s.region, back, now, &mut back_in);
+                self.came_back(s.region, back, o.now, back_in);
                 if back < CLUSTER {
                     self.pending.push(Sample { seen: back, ..s });
                 }
@@ -153,23 +165,31 @@ impl Tracker {
                 self.pending.push(s);
             }
         }
+        fracs
+    }
+
+    /// Older samples that came back since their last check; a window old, dropped.
+    fn recheck_pending(&mut self, o: &Observation<'_>, rng: &mut fastrand::Rng, back_in: &mut [f64]) {
         let mut still = Vec::with_capacity(self.pending.len());
         for s in std::mem::take(&mut self.pending) {
-            if now - s.drawn > self.window {
+            if o.now - s.drawn > self.window {
                 continue;
             }
             let new = Tracker::returned(rng, CLUSTER - s.seen, s.exposure, o.exposure[s.class]);
             if new > 0.0 {
                 self.batch_returned(s.drawn, new);
-                self.came_back(s.region, new, now, &mut back_in);
+                self.came_back(s.region, new, o.now, back_in);
             }
             if s.seen + new < CLUSTER {
                 still.push(Sample { seen: s.seen + new, exposure: o.exposure[s.class], ..s });
             }
         }
         self.pending = still;
+    }
 
-        // What became resident through the tenant's own touches.
+    /// What became resident through the tenant's own touches (not tierd's prefetch,
+    /// not samples coming back): a touch, and reuse where it came from the tier.
+    fn settle(&mut self, o: &Observation<'_>, back_in: &[f64]) -> f64 {
         let mut faulted_in = 0.0;
         for (r, st) in self.regions.iter_mut().enumerate() {
             if self.prefetched[r] {
@@ -177,43 +197,42 @@ impl Tracker {
             }
             let came = (o.came_in[r] - back_in[r]).max(0.0);
             if came * PAGE >= 1.0 && self.observed {
-                st.touch(now);
+                st.touch(o.now);
                 if o.from_tier[r] > 0.5 {
-                    st.reused = Some(now);
+                    st.reused = Some(o.now);
                 }
                 faulted_in += came * PAGE;
             }
         }
         self.prefetched.iter_mut().for_each(|p| *p = false);
+        faulted_in
+    }
 
-        if self.observed {
-            let (mean, var) = mean_and_var(&fracs);
-            let r = self.sampled_from;
-            let faulted = faulted_in.max(o.own_faults * PAGE);
-            self.estimates.push(Estimate {
-                at: now,
-                bytes: mean * r + faulted,
-                var: var * r * r,
-                faulted,
-                returned: mean,
-            });
-            // Nothing sampled (a rest) is no evidence to size the next sample by.
-            if !fracs.is_empty() {
-                let est = (mean * r).max((4u64 << 20) as f64);
-                let k = (self.window / self.interval).max(1.0);
-                let rel = 1.96 * (var * r * r).sqrt() / est / k.sqrt();
-                if rel > TARGET_REL_CI {
-                    self.pages *= 1.25;
-                } else if rel < TARGET_REL_CI / 2.5 {
-                    self.pages /= 1.25;
-                }
-                self.pages = self.pages.clamp(self.min_pages, self.max_pages);
+    /// This interval's estimate, and the sample size its precision asks for.
+    fn estimate(&mut self, fracs: &[f64], faulted_in: f64, own_faults: f64, now: f64) {
+        let (mean, var) = mean_and_var(fracs);
+        let r = self.sampled_from;
+        let faulted = faulted_in.max(own_faults * PAGE);
+        self.estimates.push(Estimate { at: now, bytes: mean * r + faulted, var: var * r * r, faulted, returned: mean });
+        // Nothing sampled (a rest) is no evidence to size the next sample by.
+        if !fracs.is_empty() {
+            let est = (mean * r).max((4u64 << 20) as f64);
+            let k = (self.window / self.interval).max(1.0);
+            let rel = 1.96 * (var * r * r).sqrt() / est / k.sqrt();
+            if rel > TARGET_REL_CI {
+                self.pages *= 1.25;
+            } else if rel < TARGET_REL_CI / 2.5 {
+                self.pages /= 1.25;
             }
+            self.pages = self.pages.clamp(self.min_pages, self.max_pages);
         }
-        self.estimates.age(now, self.window);
+    }
 
-        // Next interval's samples; none from a tenant at rest: it touches nothing there is
-        // to see, and each page sampled out is a fault the moment it wakes.
+    /// Next interval's samples; none from a tenant at rest: it touches nothing there is
+    /// to see, and each page sampled out is a fault the moment it wakes. Returns the
+    /// CPU seconds the observation cost.
+    fn sample_next(&mut self, o: &mut Observation<'_>, rng: &mut fastrand::Rng) -> f64 {
+        let now = o.now;
         self.pages = self.pages.min(self.budget_pages).min(self.io_budget_pages(o.read_secs));
         let from = if o.at_rest {
             self.fresh.clear();
