@@ -119,6 +119,96 @@ pub enum TierError {
     Proc(#[from] tierd_sys::PathError),
 }
 
+/// What the tier must hold: the budget times the ratio.
+struct Sizing {
+    budget: u64,
+    ratio: f64,
+    need: u64,
+}
+
+impl Sizing {
+    fn too_small(&self, path: &Path, size: u64) -> TierError {
+        TierError::TooSmall {
+            path: path.to_path_buf(),
+            size: human(size),
+            budget: human(self.budget),
+            ratio: self.ratio,
+            need: human(self.need),
+            fit: size as f64 / self.budget as f64,
+        }
+    }
+}
+
+/// Where the swap area goes, its backing and size, and whether tierd made the file.
+type Prepared = (PathBuf, Backing, u64, bool);
+
+/// A block device as the tier: not in use, holding no file system (unless forced),
+/// big enough.
+fn on_device(cfg: &TierConfig, sizing: &Sizing) -> Result<Prepared, TierError> {
+    blockdev::check_not_in_use(&cfg.path)
+        .map_err(|e| TierError::Busy { path: cfg.path.clone(), why: e.to_string() })?;
+    // Forced, the signature is not asked for (nor is blkid needed).
+    if !cfg.force
+        && let Some(fstype) = blockdev::signature(&cfg.path)?
+        && fstype != "swap"
+    {
+        return Err(TierError::HasFilesystem { path: cfg.path.clone(), fstype });
+    }
+    let size = blockdev::device_size(&cfg.path)?;
+    if size < sizing.need {
+        return Err(sizing.too_small(&cfg.path, size));
+    }
+    Ok((cfg.path.clone(), Backing::Device, size, false))
+}
+
+/// A file as the tier: an old swap file of the right size, or a new one where the
+/// file system has room; behind a loop device unless `backing = "file"`.
+fn on_file(cfg: &TierConfig, sizing: &Sizing, undo: &mut Undo) -> Result<Prepared, TierError> {
+    let created = match std::fs::metadata(&cfg.path) {
+        Ok(m) if m.is_file() => {
+            if !cfg.force && blockdev::signature(&cfg.path)?.is_none_or(|t| t != "swap") {
+                return Err(TierError::ForeignFile(cfg.path.clone()));
+            }
+            if m.len() < sizing.need {
+                return Err(sizing.too_small(&cfg.path, m.len()));
+            }
+            false
+        }
+        Ok(_) => return Err(TierError::NotFileOrDevice(cfg.path.clone())),
+        Err(_) => {
+            create_file(cfg, sizing)?;
+            undo.file = Some(cfg.path.clone());
+            true
+        }
+    };
+    let size = std::fs::metadata(&cfg.path).map(|m| m.len()).unwrap_or(cfg.size);
+    match cfg.backing {
+        TierBacking::File => Ok((cfg.path.clone(), Backing::File, size, created)),
+        TierBacking::Auto | TierBacking::Loop => {
+            let dev = blockdev::loop_attach(&cfg.path)?;
+            undo.loop_dev = Some(dev.clone());
+            Ok((dev, Backing::Loop, size, created))
+        }
+    }
+}
+
+/// Allocates the tier file, leaving 1 GiB of its file system free for everything else.
+fn create_file(cfg: &TierConfig, sizing: &Sizing) -> Result<(), TierError> {
+    let dir = cfg.path.parent().unwrap_or(Path::new("/"));
+    if !dir.is_dir() {
+        return Err(TierError::Missing(cfg.path.clone()));
+    }
+    if cfg.size < sizing.need {
+        return Err(sizing.too_small(&cfg.path, cfg.size));
+    }
+    let free = tierd_sys::process::free_space(dir).map_err(|source| TierError::Io { path: dir.into(), source })?;
+    if free < cfg.size + (1 << 30) {
+        return Err(TierError::NoSpace { dir: dir.into(), size: human(cfg.size), free: human(free) });
+    }
+    tierd_sys::process::allocate_file(&cfg.path, cfg.size)
+        .map_err(|source| TierError::Io { path: cfg.path.clone(), source })
+}
+
 /// What it takes to remove a half-built tier if a later step fails.
 struct Undo {
     file: Option<PathBuf>,
@@ -157,31 +247,12 @@ impl Tier {
         proc: &ProcFs,
         sys: &Path,
     ) -> Result<Tier, TierError> {
-        let need = (budget as f64 * ratio) as u64;
+        let sizing = Sizing { budget, ratio, need: (budget as f64 * ratio) as u64 };
         let areas = swap::areas(proc.root())?;
-        if let Some(prev) = previous {
-            if let Some(active) = areas.iter().find(|a| a.path == prev.swap_path) {
-                if prev.path != cfg.path {
-                    return Err(TierError::StaleTier {
-                        old: prev.path.clone(),
-                        new: cfg.path.clone(),
-                        used: human(active.used_bytes),
-                    });
-                }
-                return Ok(Tier::from_record(prev.clone(), sys));
-            }
-            // Inactive leftovers of an earlier run: a mapping, a loop device and our own file.
-            if let Some(c) = prev.crypt.as_ref().filter(|c| crypt::is_open(&c.name)) {
-                let _ = crypt::close(&c.name);
-            }
-            if prev.backing == Backing::Loop {
-                for dev in blockdev::loops_backed_by(sys, &prev.path) {
-                    let _ = blockdev::loop_detach(&dev);
-                }
-            }
-            if prev.created_file && prev.path == cfg.path {
-                let _ = std::fs::remove_file(&prev.path);
-            }
+        if let Some(prev) = previous
+            && let Some(tier) = Tier::reuse_previous(cfg, prev, &areas, sys)?
+        {
+            return Ok(tier);
         }
         if let Some(tier) = Tier::left_active(cfg, &areas, sys) {
             return Ok(tier);
@@ -191,72 +262,11 @@ impl Tier {
             return Err(TierError::Busy { path: cfg.path.clone(), why: "already an active swap area".into() });
         }
         let priority = swap::priority_above_all(&areas);
-        let too_small = |size: u64| TierError::TooSmall {
-            path: cfg.path.clone(),
-            size: human(size),
-            budget: human(budget),
-            ratio,
-            need: human(need),
-            fit: size as f64 / budget as f64,
-        };
-
         let mut undo = Undo { file: None, loop_dev: None, crypt: None };
         let (swap_path, backing, size, created_file) = if blockdev::is_block_device(&cfg.path) {
-            blockdev::check_not_in_use(&cfg.path)
-                .map_err(|e| TierError::Busy { path: cfg.path.clone(), why: e.to_string() })?;
-            // Forced, the signature is not asked for (nor is blkid needed).
-            if !cfg.force
-                && let Some(fstype) = blockdev::signature(&cfg.path)?
-                && fstype != "swap"
-            {
-                return Err(TierError::HasFilesystem { path: cfg.path.clone(), fstype });
-            }
-            let size = blockdev::device_size(&cfg.path)?;
-            if size < need {
-                return Err(too_small(size));
-            }
-            (cfg.path.clone(), Backing::Device, size, false)
+            on_device(cfg, &sizing)?
         } else {
-            let created = match std::fs::metadata(&cfg.path) {
-                Ok(m) if m.is_file() => {
-                    if !cfg.force && blockdev::signature(&cfg.path)?.is_none_or(|t| t != "swap") {
-                        return Err(TierError::ForeignFile(cfg.path.clone()));
-                    }
-                    if m.len() < need {
-                        return Err(too_small(m.len()));
-                    }
-                    false
-                }
-                Ok(_) => return Err(TierError::NotFileOrDevice(cfg.path.clone())),
-                Err(_) => {
-                    let dir = cfg.path.parent().unwrap_or(Path::new("/"));
-                    if !dir.is_dir() {
-                        return Err(TierError::Missing(cfg.path.clone()));
-                    }
-                    if cfg.size < need {
-                        return Err(too_small(cfg.size));
-                    }
-                    let free = tierd_sys::process::free_space(dir)
-                        .map_err(|source| TierError::Io { path: dir.into(), source })?;
-                    // Keep 1 GiB of the filesystem free for everything else.
-                    if free < cfg.size + (1 << 30) {
-                        return Err(TierError::NoSpace { dir: dir.into(), size: human(cfg.size), free: human(free) });
-                    }
-                    tierd_sys::process::allocate_file(&cfg.path, cfg.size)
-                        .map_err(|source| TierError::Io { path: cfg.path.clone(), source })?;
-                    undo.file = Some(cfg.path.clone());
-                    true
-                }
-            };
-            let size = std::fs::metadata(&cfg.path).map(|m| m.len()).unwrap_or(cfg.size);
-            match cfg.backing {
-                TierBacking::File => (cfg.path.clone(), Backing::File, size, created),
-                TierBacking::Auto | TierBacking::Loop => {
-                    let dev = blockdev::loop_attach(&cfg.path)?;
-                    undo.loop_dev = Some(dev.clone());
-                    (dev, Backing::Loop, size, created)
-                }
-            }
+            on_file(cfg, &sizing, &mut undo)?
         };
         let (crypt, clear_because) = encrypt(cfg.encrypt, &swap_path, backing, size, sys)?;
         undo.crypt = crypt.as_ref().map(|c| c.name.clone());
@@ -271,6 +281,39 @@ impl Tier {
         let mut tier = Tier::from_record(record, sys);
         tier.clear_because = clear_because;
         Ok(tier)
+    }
+
+    /// The previous run's tier: still swapped on, it is taken over (refused if the
+    /// configured path moved); inactive, its leftovers are cleared for a new one.
+    fn reuse_previous(
+        cfg: &TierConfig,
+        prev: &TierRecord,
+        areas: &[swap::SwapArea],
+        sys: &Path,
+    ) -> Result<Option<Tier>, TierError> {
+        if let Some(active) = areas.iter().find(|a| a.path == prev.swap_path) {
+            if prev.path != cfg.path {
+                return Err(TierError::StaleTier {
+                    old: prev.path.clone(),
+                    new: cfg.path.clone(),
+                    used: human(active.used_bytes),
+                });
+            }
+            return Ok(Some(Tier::from_record(prev.clone(), sys)));
+        }
+        // Inactive leftovers of an earlier run: a mapping, a loop device and our own file.
+        if let Some(c) = prev.crypt.as_ref().filter(|c| crypt::is_open(&c.name)) {
+            let _ = crypt::close(&c.name);
+        }
+        if prev.backing == Backing::Loop {
+            for dev in blockdev::loops_backed_by(sys, &prev.path) {
+                let _ = blockdev::loop_detach(&dev);
+            }
+        }
+        if prev.created_file && prev.path == cfg.path {
+            let _ = std::fs::remove_file(&prev.path);
+        }
+        Ok(None)
     }
 
     /// The tier of a run that died before saving its record: a loop device over the
