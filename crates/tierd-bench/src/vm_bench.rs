@@ -196,52 +196,14 @@ fn migrate_once(img: &GuestImage, mode: &'static str, kvm: bool) -> anyhow::Resu
 
     // The destination: the same guest, waiting for the migration stream.
     let mig = dir.join("migration.sock");
-    let dst_qmp = dir.join("dst.qmp");
-    let mut dst_extra = vec!["-qmp".to_string(), format!("unix:{},server=on,wait=off", dst_qmp.display())];
-    dst_extra.extend(["-incoming".to_string(), format!("unix:{}", mig.display())]);
     let console = dir.join("destination.out");
-    let dst_argv = img.qemu_argv(GUEST_RAM_MIB, &workload, kvm, &dst_extra);
-    let child = Command::new(&dst_argv[0])
-        .args(&dst_argv[1..])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&console)?)
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting the destination QEMU")?;
-    let _dst = Destination { child };
-    let _dq = Qmp::connect(&dst_qmp, Duration::from_secs(30))?;
-    let end = Instant::now() + Duration::from_secs(30);
-    while !mig.exists() {
-        if Instant::now() > end {
-            bail!("the destination QEMU did not listen on {}", mig.display());
-        }
-        sleep(Duration::from_millis(100))?;
-    }
-
+    let _dst = start_destination(img, &dir, &mig, &console, &workload, kvm)?;
     let mut q = Qmp::connect(&src_qmp, Duration::from_secs(10))?;
     // No bandwidth cap (QEMU's default is 128 MiB/s): the tier, not a setting, limits.
     q.execute("migrate-set-parameters", json!({ "max-bandwidth": 8u64 << 30, "downtime-limit": 300 }))?;
     let started = unix_now();
     q.execute("migrate", json!({ "uri": format!("unix:{}", mig.display()) }))?;
-    let mut prefetched = 0;
-    let info: Value = loop {
-        sleep(Duration::from_millis(250))?;
-        if mode == "tierd-prefetch" {
-            let name = TenantName::new("vm")?;
-            if let Ok(v) = t.request(&tierd::api::Request::Prefetch { name, bytes: None }) {
-                prefetched += v["bytes"].as_u64().unwrap_or(0);
-            }
-        }
-        let v = q.execute("query-migrate", json!({}))?;
-        match v["status"].as_str().unwrap_or("") {
-            "completed" => break v,
-            "failed" | "cancelled" => bail!("migration {}: {v}", v["status"]),
-            _ => {}
-        }
-        if unix_now() - started > 600.0 {
-            bail!("migration did not complete within 600 s: {v}");
-        }
-    };
+    let (info, prefetched) = wait_for_migration(&mut q, &mut t, mode, started)?;
     let ended = unix_now();
     // The guest goes on on the destination: let it report, then check it is whole.
     sleep(Duration::from_secs(5))?;
@@ -252,25 +214,10 @@ fn migrate_once(img: &GuestImage, mode: &'static str, kvm: bool) -> anyhow::Resu
     let ops_during = ops_between(&all, started, ended.max(started + 1.0));
     let ram = &info["ram"];
     // The guest ends its run on the destination by verifying all of its memory.
-    let end = Instant::now() + Duration::from_secs(GUEST_ACTIVE_SECS + 300);
-    let summary = loop {
-        let out = std::fs::read_to_string(&console).unwrap_or_default().replace('\r', "");
-        if out.contains("guest: workload exit") {
-            break out;
-        }
-        if Instant::now() > end {
-            bail!("the guest did not finish on the destination: {out}");
-        }
-        sleep(Duration::from_secs(1))?;
-    };
+    let summary = finished_on(&console)?;
     if !after.iter().any(|r| r.unix < started + (GUEST_ACTIVE_SECS as f64) && r.unix > ended) {
         eprintln!("  {mode}: the guest finished its run before the migration did; throughput during it is partial");
     }
-    let verified = summary.contains("guest: workload exit 0")
-        && summary.lines().any(|l| {
-            l.contains("\"summary\":true")
-                && serde_json::from_str::<Value>(l).is_ok_and(|v| v["verified_pages"] == WORKLOAD_MIB * MIB / 4096)
-        });
     Ok(Migration {
         mode,
         tier_bytes_at_start: tier_at_start,
@@ -283,9 +230,90 @@ fn migrate_once(img: &GuestImage, mode: &'static str, kvm: bool) -> anyhow::Resu
         relative_throughput_during: if ops_before > 0.0 { ops_during / ops_before } else { 0.0 },
         ops_per_sec_before: ops_before,
         ops_per_sec_during: ops_during,
-        guest_verified: verified,
+        guest_verified: verified_whole(&summary),
         prefetched_bytes: prefetched,
     })
+}
+
+/// The destination QEMU, listening on `mig` for the stream, its console in `console`.
+fn start_destination(
+    img: &GuestImage,
+    dir: &Path,
+    mig: &Path,
+    console: &Path,
+    workload: &str,
+    kvm: bool,
+) -> anyhow::Result<(Destination, Qmp)> {
+    let dst_qmp = dir.join("dst.qmp");
+    let mut dst_extra = vec!["-qmp".to_string(), format!("unix:{},server=on,wait=off", dst_qmp.display())];
+    dst_extra.extend(["-incoming".to_string(), format!("unix:{}", mig.display())]);
+    let dst_argv = img.qemu_argv(GUEST_RAM_MIB, workload, kvm, &dst_extra);
+    let child = Command::new(&dst_argv[0])
+        .args(&dst_argv[1..])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(console)?)
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the destination QEMU")?;
+    let dst = Destination { child };
+    let dq = Qmp::connect(&dst_qmp, Duration::from_secs(30))?;
+    let end = Instant::now() + Duration::from_secs(30);
+    while !mig.exists() {
+        if Instant::now() > end {
+            bail!("the destination QEMU did not listen on {}", mig.display());
+        }
+        sleep(Duration::from_millis(100))?;
+    }
+    Ok((dst, dq))
+}
+
+/// Polls the source until the migration completes (600 s at most); in mode
+/// `tierd-prefetch` asks tierd to read the guest back meanwhile. Returns QEMU's final
+/// migration info and the bytes prefetched.
+fn wait_for_migration(q: &mut Qmp, t: &mut Tierd, mode: &str, started: f64) -> anyhow::Result<(Value, u64)> {
+    let mut prefetched = 0;
+    loop {
+        sleep(Duration::from_millis(250))?;
+        if mode == "tierd-prefetch" {
+            let name = TenantName::new("vm")?;
+            if let Ok(v) = t.request(&tierd::api::Request::Prefetch { name, bytes: None }) {
+                prefetched += v["bytes"].as_u64().unwrap_or(0);
+            }
+        }
+        let v = q.execute("query-migrate", json!({}))?;
+        match v["status"].as_str().unwrap_or("") {
+            "completed" => return Ok((v, prefetched)),
+            "failed" | "cancelled" => bail!("migration {}: {v}", v["status"]),
+            _ => {}
+        }
+        if unix_now() - started > 600.0 {
+            bail!("migration did not complete within 600 s: {v}");
+        }
+    }
+}
+
+/// The destination's console once the guest's workload has exited.
+fn finished_on(console: &Path) -> anyhow::Result<String> {
+    let end = Instant::now() + Duration::from_secs(GUEST_ACTIVE_SECS + 300);
+    loop {
+        let out = std::fs::read_to_string(console).unwrap_or_default().replace('\r', "");
+        if out.contains("guest: workload exit") {
+            return Ok(out);
+        }
+        if Instant::now() > end {
+            bail!("the guest did not finish on the destination: {out}");
+        }
+        sleep(Duration::from_secs(1))?;
+    }
+}
+
+/// The guest's workload exited 0 having verified every page of its memory.
+fn verified_whole(console: &str) -> bool {
+    console.contains("guest: workload exit 0")
+        && console.lines().any(|l| {
+            l.contains("\"summary\":true")
+                && serde_json::from_str::<Value>(l).is_ok_and(|v| v["verified_pages"] == WORKLOAD_MIB * MIB / 4096)
+        })
 }
 
 /// The first line of `qemu-system-x86_64 --version`.
