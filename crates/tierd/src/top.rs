@@ -75,16 +75,23 @@ fn pct(a: u64, b: u64) -> f64 {
 
 /// The screen as lines, `width` columns wide (reasons are cut to fit).
 pub fn render(s: &Status, sort: SortBy, width: usize, colour: bool) -> Vec<String> {
+    let mut out = host_lines(s, colour);
+    out.push(String::new());
+    out.extend(tenant_table(s, sort, width, colour));
+    out
+}
+
+/// The header: tierd, DRAM, the tier, and every check not green.
+fn host_lines(s: &Status, colour: bool) -> Vec<String> {
     let mut out = Vec::new();
     let up = s.uptime_secs as u64;
-    let running: Vec<&TenantStatus> = s.tenants.iter().filter(|t| t.state == "running").collect();
     out.push(format!(
         "tierd {}  policy {}  up {}h{:02}m  tenants {}  overcommit {:.2}x  tierd cpu {:.1}% rss {}",
         s.version,
         s.policy,
         up / 3600,
         up / 60 % 60,
-        running.len(),
+        s.tenants.iter().filter(|t| t.state == "running").count(),
         s.overcommit,
         s.tierd_cpu_percent,
         human(s.tierd_rss_bytes)
@@ -127,7 +134,12 @@ pub fn render(s: &Status, sort: SortBy, width: usize, colour: bool) -> Vec<Strin
         let line = format!("{:<6} {}: {}", c.colour, c.message, c.advice.as_deref().unwrap_or(""));
         out.push(paint(line, c.colour, colour));
     }
-    out.push(String::new());
+    out
+}
+
+/// The running tenants, one line each, sorted by `sort` (marked in the heading), each
+/// line's reason cut to `width`.
+fn tenant_table(s: &Status, sort: SortBy, width: usize, colour: bool) -> Vec<String> {
     let heads = [
         ("TENANT", SortBy::Name),
         ("DRAM", SortBy::Dram),
@@ -144,8 +156,8 @@ pub fn render(s: &Status, sort: SortBy, width: usize, colour: bool) -> Vec<Strin
         head += &format!(" {:>10}", mark(h, *by));
     }
     head += "  REASON";
-    out.push(if colour { head.reverse().to_string() } else { head });
-    let mut rows = running;
+    let mut out = vec![if colour { head.reverse().to_string() } else { head }];
+    let mut rows: Vec<&TenantStatus> = s.tenants.iter().filter(|t| t.state == "running").collect();
     match sort {
         SortBy::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
         by => rows.sort_by(|a, b| by.key(b).total_cmp(&by.key(a)).then(a.name.cmp(&b.name))),
