@@ -103,21 +103,7 @@ fn run() -> anyhow::Result<()> {
             return Err(e);
         }
     };
-    {
-        let e = engine.lock().unwrap_or_else(|p| p.into_inner());
-        eprintln!(
-            "tierd: running, policy {}, DRAM budget {}, ratio {}, interval {}, socket {}",
-            e.cfg.policy,
-            tierd_core::size::human(e.cfg.dram_budget),
-            e.cfg.ratio,
-            humantime::format_duration(interval),
-            socket.display()
-        );
-        // Only what changes how tierd works on this kernel; `tierctl doctor` has the rest.
-        for note in tierd::doctor::Report::new(tierd_sys::kernel::KernelFeatures::probe()).startup_notes() {
-            eprintln!("tierd: this kernel: {note}");
-        }
-    }
+    announce(&engine.lock().unwrap_or_else(|p| p.into_inner()), interval, &socket);
     let served = Arc::clone(&engine);
     std::thread::spawn(move || tierd::server::serve(listener, served));
     if let Some(server) = http {
@@ -126,6 +112,32 @@ fn run() -> anyhow::Result<()> {
         engine.lock().unwrap_or_else(|p| p.into_inner()).http_address = Some(bound.to_string());
     }
 
+    control_loop(&engine, interval, &stop);
+    eprintln!("tierd: stopping");
+    engine.lock().unwrap_or_else(|p| p.into_inner()).shutdown();
+    let _ = std::fs::remove_file(&socket);
+    eprintln!("tierd: stopped");
+    Ok(())
+}
+
+/// The start-up line: how tierd runs, and what of this kernel changes that.
+fn announce(e: &Engine, interval: Duration, socket: &std::path::Path) {
+    eprintln!(
+        "tierd: running, policy {}, DRAM budget {}, ratio {}, interval {}, socket {}",
+        e.cfg.policy,
+        tierd_core::size::human(e.cfg.dram_budget),
+        e.cfg.ratio,
+        humantime::format_duration(interval),
+        socket.display()
+    );
+    // Only what changes how tierd works on this kernel; `tierctl doctor` has the rest.
+    for note in tierd::doctor::Report::new(tierd_sys::kernel::KernelFeatures::probe()).startup_notes() {
+        eprintln!("tierd: this kernel: {note}");
+    }
+}
+
+/// A pass each interval, and the half-second watch between them, until `stop`.
+fn control_loop(engine: &Mutex<Engine>, interval: Duration, stop: &AtomicBool) {
     let mut next = Instant::now() + interval;
     let mut next_watch = Instant::now() + WATCH;
     while !stop.load(Ordering::Relaxed) {
@@ -149,11 +161,6 @@ fn run() -> anyhow::Result<()> {
             engine.lock().unwrap_or_else(|p| p.into_inner()).tick_early();
         }
     }
-    eprintln!("tierd: stopping");
-    engine.lock().unwrap_or_else(|p| p.into_inner()).shutdown();
-    let _ = std::fs::remove_file(&socket);
-    eprintln!("tierd: stopped");
-    Ok(())
 }
 
 /// `--release`: a start that re-adopts the dead tierd's tier and tenants, then a clean stop.
