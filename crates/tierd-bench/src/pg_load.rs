@@ -260,12 +260,7 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     let (mut active_secs, mut offset) = (0.0, Duration::ZERO);
     for (n, phase) in s.phases.iter().enumerate() {
         if phase.kind == PhaseKind::Idle {
-            // Idle reports, so a timeline shows the gap.
-            let (idle, none) = (Instant::now(), Histogram::<u64>::new(3)?);
-            while idle.elapsed() < phase.duration && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(s.report.min(phase.duration.saturating_sub(idle.elapsed())));
-                emit(s.json, &Report::of_window(offset + idle.elapsed(), PhaseKind::Idle, 0, s.report, &none));
-            }
+            idle_phase(s, phase.duration, offset, &stop)?;
             offset += phase.duration;
             continue;
         }
@@ -275,39 +270,8 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
         let mut chunk_no = 0;
         while left > 0 && !stop.load(Ordering::Relaxed) {
             let secs = left.min(CHUNK_SECS);
-            let name = format!("phase{n}-{chunk_no}");
-            let start_us = now_us();
-            pgbench_run(
-                s,
-                &[
-                    "-n".into(),
-                    "-c".into(),
-                    "1".into(),
-                    "-T".into(),
-                    secs.to_string(),
-                    "-f".into(),
-                    script.to_string_lossy().to_string(),
-                    "-D".into(),
-                    format!("scale={}", s.scale),
-                    "-l".into(),
-                    "--log-prefix".into(),
-                    s.work.join(&name).to_string_lossy().to_string(),
-                ],
-                &stop,
-            )?;
-            let mut txns = Vec::new();
-            for e in std::fs::read_dir(&s.work)?.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&format!("{name}.")) {
-                    txns.extend(std::fs::read_to_string(e.path())?.lines().filter_map(parse_txn));
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-            for t in &txns {
-                let _ = total.record((t.latency_us * 1000).max(1));
-            }
-            for r in reports(&txns, start_us, offset, s.report, secs as f64)? {
-                emit(s.json, &r);
-            }
+            let chunk = Chunk { name: format!("phase{n}-{chunk_no}"), secs, offset };
+            run_chunk(s, &script, &chunk, &stop, &mut total)?;
             offset += Duration::from_secs(secs);
             active_secs += secs as f64;
             left -= secs;
@@ -323,6 +287,68 @@ pub fn run(s: &Settings, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
         p99_us: total.value_at_quantile(0.99) as f64 / 1000.0,
         p999_us: total.value_at_quantile(0.999) as f64 / 1000.0,
     })
+}
+
+/// An idle phase: no transactions, but its reports, so a timeline shows the gap.
+fn idle_phase(s: &Settings, duration: Duration, offset: Duration, stop: &AtomicBool) -> anyhow::Result<()> {
+    let (idle, none) = (Instant::now(), Histogram::<u64>::new(3)?);
+    while idle.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(s.report.min(duration.saturating_sub(idle.elapsed())));
+        emit(s.json, &Report::of_window(offset + idle.elapsed(), PhaseKind::Idle, 0, s.report, &none));
+    }
+    Ok(())
+}
+
+/// One pgbench run of an active phase: its log files' prefix, its length, and where
+/// it starts in the client's timeline.
+struct Chunk {
+    name: String,
+    secs: u64,
+    offset: Duration,
+}
+
+/// Runs one chunk of transactions, records their latencies in `total` and emits
+/// its reports.
+fn run_chunk(
+    s: &Settings,
+    script: &Path,
+    c: &Chunk,
+    stop: &AtomicBool,
+    total: &mut Histogram<u64>,
+) -> anyhow::Result<()> {
+    let start_us = now_us();
+    pgbench_run(
+        s,
+        &[
+            "-n".into(),
+            "-c".into(),
+            "1".into(),
+            "-T".into(),
+            c.secs.to_string(),
+            "-f".into(),
+            script.to_string_lossy().to_string(),
+            "-D".into(),
+            format!("scale={}", s.scale),
+            "-l".into(),
+            "--log-prefix".into(),
+            s.work.join(&c.name).to_string_lossy().to_string(),
+        ],
+        stop,
+    )?;
+    let mut txns = Vec::new();
+    for e in std::fs::read_dir(&s.work)?.flatten() {
+        if e.file_name().to_string_lossy().starts_with(&format!("{}.", c.name)) {
+            txns.extend(std::fs::read_to_string(e.path())?.lines().filter_map(parse_txn));
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    for t in &txns {
+        let _ = total.record((t.latency_us * 1000).max(1));
+    }
+    for r in reports(&txns, start_us, c.offset, s.report, c.secs as f64)? {
+        emit(s.json, &r);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
