@@ -2,7 +2,7 @@
 
 use tierd_sim::{App, Mode, Pattern, PhaseKind, Point, Report, TenantModel, simulate};
 
-const MIB: u64 = 1 << 20;
+use tierd_core::size::MIB;
 
 fn tenant(name: &str, size_mib: u64, hot_mib: u64, phases: &[(PhaseKind, f64)]) -> TenantModel {
     TenantModel {

@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn memory_charged_elsewhere_is_the_resident_gap_beyond_timing_noise() {
-        const MIB: u64 = 1 << 20;
+        use tierd_core::size::MIB;
         assert_eq!(charged_elsewhere(512 * MIB, 4 * MIB), 508 * MIB, "attached: charges stayed behind");
         assert_eq!(charged_elsewhere(512 * MIB, 500 * MIB), 0, "a fill between two readings");
         assert_eq!(charged_elsewhere(64 * MIB, 60 * MIB), 0);

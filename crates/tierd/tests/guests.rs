@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const MIB: u64 = 1 << 20;
+use tierd_core::size::MIB;
 
 /// The kernel and initramfs of the guest for kernel `series`, if built.
 fn image(series: &str) -> Option<(PathBuf, PathBuf)> {

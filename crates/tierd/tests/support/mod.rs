@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const MIB: u64 = 1 << 20;
-pub const GIB: u64 = 1 << 30;
+pub const MIB: u64 = tierd_core::size::MIB;
+pub const GIB: u64 = tierd_core::size::GIB;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
