@@ -149,40 +149,18 @@ pub struct Tenant {
     pub measure: Measure,
     /// Activeness tracker (the `tierd` policy only: sampling disturbs the baselines).
     pub tracker: Option<Box<dyn Tracker>>,
-    /// Tier-1 fault rates of recent intervals, oldest first.
-    pub fault_rates: VecDeque<f64>,
-    /// Regions prefetched lately, by (pid, start), with when: not asked for again
-    /// within the interval (between intervals the loop also runs early on a wake-up).
-    pub prefetched: HashMap<(u32, u64), f64>,
-    /// Major faults at the last between-interval look (see `Engine::fault_watch`).
-    pub watch: Option<(Instant, u64)>,
-    /// The tenant's own major faults (what its rates, and so wake-ups, are made of).
-    pub own_faults: OwnFaults,
-    /// Its CPU and stall time, read at the between-interval looks: whether it works.
-    pub activity: tierd_core::activity::Activity,
-    /// Seconds it has waited for the tier so far (its own faults × the read time):
-    /// the stall signal where the kernel gives none per cgroup.
-    pub stall_secs: f64,
-    /// The last plan's prediction of its progress, and how long it has fallen short.
-    pub predicted: Option<f64>,
-    pub shortfall: tierd_core::activity::Shortfall,
-    pub short_secs: Option<f64>,
+    /// Its fault rates, its own major faults and the time it waited for the tier.
+    pub faults: FaultHistory,
+    /// Whether it works or rests, and how its progress compares with the plan's.
+    pub progress: Progress,
     /// Its processes the kernel's OOM killer ended, as its cgroup last counted them.
     pub oom_kills: u64,
     /// Its waits at its quota (see `Engine::release_waiters`).
     pub waits: tierd_core::waits::Waits,
-    /// Regions, by (pid, start), whose tier pages are known to lie in runs since its
-    /// last rest began (checked or laid out by tierd; see `mover::relayout`). Cleared
-    /// when a rest begins (pages rewritten while it ran may be scattered again), not
-    /// when it ends: the wake-up's prefetch reads the regions in runs first.
-    pub laid_out: std::collections::HashSet<(u32, u64)>,
-    /// Regions laid out and regions `MADV_COLLAPSE` refused so far (see
-    /// [`Tenant::relayout_refused`]).
-    pub relayout_tally: (u64, u64),
+    /// What tierd has prefetched and laid out of its memory.
+    pub layout: Layout,
     /// Its guest, when the tenant is a QEMU VM.
-    pub guest: Option<crate::api::GuestStatus>,
-    /// What was last said about the guest (found, tierable), so it is said once.
-    pub guest_said: Option<(bool, bool)>,
+    pub vm: VmGuest,
 }
 
 impl Tenant {
@@ -199,33 +177,15 @@ impl Tenant {
             errors: BTreeMap::new(),
             measure: Measure::default(),
             tracker: None,
-            fault_rates: VecDeque::new(),
-            prefetched: HashMap::new(),
-            watch: None,
-            own_faults: OwnFaults::default(),
-            activity: Default::default(),
-            stall_secs: 0.0,
-            predicted: None,
-            shortfall: Default::default(),
-            short_secs: None,
+            faults: FaultHistory::default(),
+            progress: Progress::default(),
             oom_kills: 0,
             room: None,
             waits: Default::default(),
-            laid_out: Default::default(),
-            relayout_tally: (0, 0),
-            guest: None,
-            guest_said: None,
+            layout: Layout::default(),
+            vm: VmGuest::default(),
             adopted: None,
         }
-    }
-
-    /// The average tier-1 fault rate before the last interval.
-    pub fn fault_rate_before(&self) -> f64 {
-        let n = self.fault_rates.len();
-        if n < 2 {
-            return 0.0;
-        }
-        self.fault_rates.iter().take(n - 1).sum::<f64>() / (n - 1) as f64
     }
 
     /// Reads its processes' counters once: returns the tenant's own major faults so
@@ -234,7 +194,7 @@ impl Tenant {
         let read: Vec<(u32, tierd_sys::procfs::Counters)> =
             self.procs.iter().filter_map(|p| proc.counters(p.pid()).ok().map(|c| (p.pid(), c))).collect();
         let ticks = read.iter().map(|(_, c)| c.cpu_ticks).sum();
-        (self.own_faults.update(read.iter().map(|(pid, c)| (*pid, c.major_faults))), ticks)
+        (self.faults.own.update(read.iter().map(|(pid, c)| (*pid, c.major_faults))), ticks)
     }
 
     pub fn pids(&self) -> Vec<u32> {
@@ -274,6 +234,90 @@ impl Tenant {
         }
     }
 
+    pub fn decide(&mut self, now: f64, message: String) {
+        if self.decisions.len() == DECISIONS_KEPT {
+            self.decisions.pop_front();
+        }
+        self.decisions.push_back(Decision { time: now, message });
+    }
+}
+
+/// A tenant's recent fault rates and the readings they come from.
+#[derive(Debug, Default)]
+pub struct FaultHistory {
+    /// Tier-1 fault rates of recent intervals, oldest first.
+    pub rates: VecDeque<f64>,
+    /// Its own major faults at the last between-interval look (see `Engine::fault_watch`).
+    pub watch: Option<(Instant, u64)>,
+    /// The tenant's own major faults (what its rates, and so wake-ups, are made of).
+    pub own: OwnFaults,
+    /// Seconds it has waited for the tier so far (its own faults × the read time):
+    /// the stall signal where the kernel gives none per cgroup.
+    pub stall_secs: f64,
+}
+
+impl FaultHistory {
+    /// The average tier-1 fault rate before the last interval.
+    pub fn rate_before(&self) -> f64 {
+        let n = self.rates.len();
+        if n < 2 {
+            return 0.0;
+        }
+        self.rates.iter().take(n - 1).sum::<f64>() / (n - 1) as f64
+    }
+
+    /// Keeps an interval's fault rate, with at most `keep` intervals.
+    pub fn record_rate(&mut self, rate: f64, keep: usize) {
+        self.rates.push_back(rate);
+        while self.rates.len() > keep {
+            self.rates.pop_front();
+        }
+    }
+
+    /// A between-interval look at its own faults, `own` so far: the new ones waited
+    /// `per_fault_secs` each.
+    pub fn look(&mut self, now: Instant, own: u64, per_fault_secs: f64) {
+        if let Some((_, before)) = self.watch {
+            self.stall_secs += own.saturating_sub(before) as f64 * per_fault_secs;
+        }
+        self.watch = Some((now, own));
+    }
+}
+
+/// Whether a tenant works, and how its progress compares with what the plan predicted.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Its CPU and stall time, read at the between-interval looks: whether it works.
+    pub activity: tierd_core::activity::Activity,
+    /// The last plan's prediction of its progress, and how long it has fallen short.
+    pub predicted: Option<f64>,
+    pub shortfall: tierd_core::activity::Shortfall,
+    pub short_secs: Option<f64>,
+}
+
+impl Progress {
+    /// Judges the shortfall against the last prediction at `now`.
+    pub fn judge_shortfall(&mut self, now: f64, by: f64) {
+        self.short_secs = self.shortfall.observe(now, self.predicted, &self.activity, by);
+    }
+}
+
+/// What tierd has moved of a tenant's memory lately.
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// Regions prefetched lately, by (pid, start), with when: not asked for again
+    /// within the interval (between intervals the loop also runs early on a wake-up).
+    pub prefetched: HashMap<(u32, u64), f64>,
+    /// Regions, by (pid, start), whose tier pages are known to lie in runs since its
+    /// last rest began (checked or laid out by tierd; see `mover::relayout`). Cleared
+    /// when a rest begins (pages rewritten while it ran may be scattered again), not
+    /// when it ends: the wake-up's prefetch reads the regions in runs first.
+    pub laid_out: std::collections::HashSet<(u32, u64)>,
+    /// Regions laid out and regions `MADV_COLLAPSE` refused so far.
+    pub relayout_tally: (u64, u64),
+}
+
+impl Layout {
     /// `MADV_COLLAPSE` refuses its memory, so its working set cannot be laid out: taken
     /// so only after [`RELAYOUT_REFUSALS`] refusals and no success (one small odd
     /// mapping must not stop the rest).
@@ -281,12 +325,18 @@ impl Tenant {
         self.relayout_tally.0 == 0 && self.relayout_tally.1 >= RELAYOUT_REFUSALS
     }
 
-    pub fn decide(&mut self, now: f64, message: String) {
-        if self.decisions.len() == DECISIONS_KEPT {
-            self.decisions.pop_front();
-        }
-        self.decisions.push_back(Decision { time: now, message });
+    /// Whether the region at (pid, start) lies in runs on the tier, as far as tierd knows.
+    pub fn in_runs(&self, pid: u32, start: u64) -> bool {
+        self.relayout_refused() || self.laid_out.contains(&(pid, start))
     }
+}
+
+/// A VM tenant's guest, as last inspected.
+#[derive(Debug, Default)]
+pub struct VmGuest {
+    pub guest: Option<crate::api::GuestStatus>,
+    /// What was last said about the guest (found, tierable), so it is said once.
+    pub said: Option<(bool, bool)>,
 }
 
 /// Exit code of a reaped child: its code, or 128 + the signal that killed it.
@@ -321,5 +371,31 @@ mod tests {
         assert_eq!(charged_elsewhere(512 * MIB, 500 * MIB), 0, "a fill between two readings");
         assert_eq!(charged_elsewhere(64 * MIB, 60 * MIB), 0);
         assert_eq!(charged_elsewhere(4 * MIB, 8 * MIB), 0, "charged more than resident: swap cache");
+    }
+
+    #[test]
+    fn fault_history_keeps_recent_rates_and_counts_new_faults_as_waits() {
+        let mut f = FaultHistory::default();
+        for r in [10.0, 20.0, 30.0, 40.0] {
+            f.record_rate(r, 3);
+        }
+        assert_eq!(f.rates, [20.0, 30.0, 40.0], "the oldest beyond three goes");
+        assert_eq!(f.rate_before(), 25.0, "the rates before the last interval");
+        let t0 = Instant::now();
+        f.look(t0, 100, 0.001);
+        assert_eq!(f.stall_secs, 0.0, "the first look has nothing to compare with");
+        f.look(t0, 600, 0.001);
+        assert!((f.stall_secs - 0.5).abs() < 1e-9, "500 new faults at 1 ms: {}", f.stall_secs);
+    }
+
+    #[test]
+    fn regions_lie_in_runs_once_laid_out_or_when_relayout_is_refused_altogether() {
+        let mut l = Layout::default();
+        l.laid_out.insert((7, 0));
+        assert!(l.in_runs(7, 0) && !l.in_runs(7, 2 << 20));
+        l.relayout_tally = (0, RELAYOUT_REFUSALS);
+        assert!(l.in_runs(7, 2 << 20), "refused everywhere: nothing is gained by trying");
+        l.relayout_tally = (1, RELAYOUT_REFUSALS);
+        assert!(!l.in_runs(7, 2 << 20), "one success: the refusals were odd mappings");
     }
 }

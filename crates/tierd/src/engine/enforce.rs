@@ -290,15 +290,15 @@ impl Engine {
         // Once per interval: prefetched pages are mapped as the tenant's, so a region
         // still on the tier an interval later was evicted again and is asked for again.
         let interval = self.cfg.interval.as_secs_f64();
-        t.prefetched.retain(|_, at| now - *at < interval * 0.9);
+        t.layout.prefetched.retain(|_, at| now - *at < interval * 0.9);
         // A prefetch may hold the loop for one interval at most; what it did not get to
         // is asked for again at the next.
         let until = Instant::now() + self.cfg.interval;
         let relayout_until = self.relayout_until;
         let fresh: Vec<Range> =
-            tp.prefetch.iter().filter(|r| !t.prefetched.contains_key(&(r.pid, r.start))).copied().collect();
+            tp.prefetch.iter().filter(|r| !t.layout.prefetched.contains_key(&(r.pid, r.start))).copied().collect();
         for r in &fresh {
-            t.prefetched.insert((r.pid, r.start), now);
+            t.layout.prefetched.insert((r.pid, r.start), now);
         }
         let mut relaid = mover::Relaid::default();
         for p in &t.procs {
@@ -307,10 +307,10 @@ impl Engine {
             };
             let ranges = mine(&tp.relayout);
             let mut paged = Vec::new();
-            if !ranges.is_empty() && !t.relayout_refused() {
+            if !ranges.is_empty() && !t.layout.relayout_refused() {
                 let mut done = Vec::new();
                 let r = mover::relayout(&self.proc, p, &ranges, relayout_until, &mut done, &mut paged);
-                t.laid_out.extend(done.iter().map(|&(start, _)| (p.pid(), start)));
+                t.layout.laid_out.extend(done.iter().map(|&(start, _)| (p.pid(), start)));
                 relaid.add(&r);
                 failed.push(("relayout (process_madvise)", r.advise));
             }
@@ -355,10 +355,10 @@ impl Engine {
 /// the tier out of free clusters (once), regions laid out.
 fn report_relayout(t: &mut Tenant, events: &mut Events, warned: &mut bool, relaid: &mover::Relaid, now: f64) {
     let name = t.spec.name.clone();
-    let was_refused = t.relayout_refused();
-    t.relayout_tally.0 += relaid.relaid;
-    t.relayout_tally.1 += relaid.refused;
-    if t.relayout_refused() && !was_refused {
+    let was_refused = t.layout.relayout_refused();
+    t.layout.relayout_tally.0 += relaid.relaid;
+    t.layout.relayout_tally.1 += relaid.refused;
+    if t.layout.relayout_refused() && !was_refused {
         let msg = "its working set cannot be laid out in runs on the tier: MADV_COLLAPSE refused its memory \
                    (it opted out of huge pages, or they are off), so its wake-ups read the tier at random-read \
                    speed";

@@ -126,13 +126,13 @@ impl Engine {
             // For a tenant not known as a VM only until it has been looked at once. Also
             // on status requests: the control loop can stall for seconds on a quota
             // write, and a guest QEMU pins must be seen (and pinned) without waiting.
-            if t.spec.vm || t.guest.is_some() || t.guest_said.is_none() {
+            if t.spec.vm || t.vm.guest.is_some() || t.vm.said.is_none() {
                 let pids: Vec<u32> = t.procs.iter().map(|p| p.pid()).collect();
-                t.guest = crate::guest::inspect(&self.proc, &pids);
+                t.vm.guest = crate::guest::inspect(&self.proc, &pids);
                 say_guest(&mut self.events, &name, t);
             }
             // A guest QEMU pins stays in DRAM whole: a floor for the policy and admission.
-            if let Some(g) = t.guest.as_ref().filter(|g| !g.tierable) {
+            if let Some(g) = t.vm.guest.as_ref().filter(|g| !g.tierable) {
                 pinned = pinned.max(g.ram_bytes);
             }
             let Ok(stats) = stats else {
@@ -195,7 +195,7 @@ impl Engine {
             if let Some(secs) = read_secs {
                 tracker.tier_read_time(secs);
             }
-            let at_rest = t.activity.rest_secs(now).is_some();
+            let at_rest = t.progress.activity.rest_secs(now).is_some();
             tracker.observe(&t.procs, std::mem::take(&mut t.measure.untracked_faults), now, at_rest);
         }
     }
@@ -295,15 +295,15 @@ impl Engine {
                 outside_group: t.adopted.is_some(),
                 activeness: t.tracker.as_ref().and_then(|tr| tr.activeness()),
                 tier_faults_per_sec: t.measure.major_faults_per_sec,
-                tier_faults_per_sec_avg: t.fault_rate_before(),
-                woke_secs_ago: t.activity.since_rest_secs(now),
-                at_rest_secs: t.activity.rest_secs(now),
-                since_rest_secs: t.activity.since_rest_secs(now),
-                rest_began_secs: t.activity.rest_began_secs(now),
-                demand_cores: t.activity.usual,
-                stall_share: t.activity.stall_share,
-                mean_rest_secs: t.activity.mean_rest_secs,
-                short_secs: t.short_secs,
+                tier_faults_per_sec_avg: t.faults.rate_before(),
+                woke_secs_ago: t.progress.activity.since_rest_secs(now),
+                at_rest_secs: t.progress.activity.rest_secs(now),
+                since_rest_secs: t.progress.activity.since_rest_secs(now),
+                rest_began_secs: t.progress.activity.rest_began_secs(now),
+                demand_cores: t.progress.activity.usual,
+                stall_share: t.progress.activity.stall_share,
+                mean_rest_secs: t.progress.activity.mean_rest_secs,
+                short_secs: t.progress.short_secs,
                 regions: t
                     .tracker
                     .as_ref()
@@ -311,7 +311,7 @@ impl Engine {
                     .unwrap_or_default()
                     .into_iter()
                     .map(|r| tierd_core::snapshot::Region {
-                        laid_out: t.relayout_refused() || t.laid_out.contains(&(r.range.pid, r.range.start)),
+                        laid_out: t.layout.in_runs(r.range.pid, r.range.start),
                         ..r
                     })
                     .collect(),
@@ -332,14 +332,14 @@ impl Engine {
 /// Says once what is known of a tenant's guest: found (with its RAM), not tierable
 /// (with why), or — for a tenant started with `--vm` — no QEMU seen.
 fn say_guest(events: &mut Events, name: &TenantName, t: &mut Tenant) {
-    let now = match &t.guest {
+    let now = match &t.vm.guest {
         Some(g) => (g.ram_found, g.tierable),
         None => (false, true),
     };
-    if t.guest_said == Some(now) {
+    if t.vm.said == Some(now) {
         return;
     }
-    match &t.guest {
+    match &t.vm.guest {
         Some(g) if !g.tierable => events.warn(
             Some(name.as_str()),
             format!(
@@ -365,7 +365,7 @@ fn say_guest(events: &mut Events, name: &TenantName, t: &mut Tenant) {
         ),
         None => {}
     }
-    t.guest_said = Some(now);
+    t.vm.said = Some(now);
 }
 
 /// Turns a tenant's counters into the rates of the interval that closes `now` (`prev`:
@@ -399,8 +399,5 @@ fn close_interval(
     t.measure.pressure = pressure;
     t.measure.at = Some(now);
     t.measure.major_faults = faults_now;
-    t.fault_rates.push_back(t.measure.major_faults_per_sec);
-    while t.fault_rates.len() > keep {
-        t.fault_rates.pop_front();
-    }
+    t.faults.record_rate(t.measure.major_faults_per_sec, keep);
 }

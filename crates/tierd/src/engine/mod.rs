@@ -177,13 +177,13 @@ impl Engine {
         let secs = now_secs();
         let by = self.cfg.knobs.shortfall;
         for t in self.tenants.values_mut() {
-            t.short_secs = t.shortfall.observe(secs, t.predicted, &t.activity, by);
+            t.progress.judge_shortfall(secs, by);
         }
         let snap = self.snapshot();
         let plan = policy::plan(self.cfg.policy, &snap, &self.cfg.knobs);
         for tp in &plan.tenants {
             if let Some(t) = self.tenants.get_mut(&tp.name) {
-                t.predicted = tp.predicted_useful;
+                t.progress.predicted = tp.predicted_useful;
             }
         }
         self.enforce(&plan);

@@ -97,23 +97,22 @@ impl Engine {
         for name in names {
             let t = self.tenants.get_mut(&name).expect("listed above");
             let (own_faults, ticks) = t.read_counters(&self.proc);
-            if let Some((_, faults)) = t.watch {
-                t.stall_secs += own_faults.saturating_sub(faults) as f64 * (read_secs + self.cfg.knobs.fault_cpu_secs);
-            }
-            t.watch = Some((now, own_faults));
+            t.faults.look(now, own_faults, read_secs + self.cfg.knobs.fault_cpu_secs);
             let busy = t.procs.iter().any(|p| self.proc.any_thread_busy(p.pid()).unwrap_or(false));
-            if let Some(change) = t.activity.step(secs, ticks as f64 / hz, t.stall_secs, busy, window, &shares) {
+            if let Some(change) =
+                t.progress.activity.step(secs, ticks as f64 / hz, t.faults.stall_secs, busy, window, &shares)
+            {
                 changed = true;
                 let said = match change {
                     // A rest began: what lay in runs before may have been read back and
                     // written out scattered since. Kept when a rest ends: the wake-up's
                     // prefetch reads the regions in runs first.
                     Change::Rested => {
-                        t.laid_out.clear();
+                        t.layout.laid_out.clear();
                         "came to rest: its CPU and stall time fell below a tenth of its usual".to_string()
                     }
                     Change::Woke => {
-                        let rested = t.activity.rest_began_secs(secs).unwrap_or(0.0);
+                        let rested = t.progress.activity.rest_began_secs(secs).unwrap_or(0.0);
                         format!("woke: working again after being at rest for {rested:.0} s")
                     }
                 };
