@@ -401,3 +401,31 @@ fn close_interval(
     t.measure.major_faults = faults_now;
     t.faults.record_rate(t.measure.major_faults_per_sec, keep);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use tierd_core::TenantName;
+
+    #[test]
+    fn an_interval_closes_into_rates_and_the_shares_of_time_stalled() {
+        let mut t = Tenant::new(TenantSpec::new(TenantName::new("w").unwrap()), Vec::new());
+        let t0 = Instant::now();
+        // The first close has no interval before it: no rates, only the readings kept.
+        t.measure.tier = 64 << 20;
+        close_interval(&mut t, &Measure::default(), t0, Some(Pressure { some_us: 1_000_000, full_us: 0 }), 500, 4);
+        assert_eq!((t.measure.major_faults_per_sec, t.measure.pressure_some), (0.0, None));
+        // Two seconds on: 2,000 faults, 32 MiB more on the tier, 0.5 s of some stall.
+        let prev = t.measure;
+        t.measure.tier = 96 << 20;
+        let t1 = t0 + Duration::from_secs(2);
+        close_interval(&mut t, &prev, t1, Some(Pressure { some_us: 1_500_000, full_us: 200_000 }), 2_500, 4);
+        assert_eq!(t.measure.major_faults_per_sec, 1000.0);
+        assert_eq!(t.measure.tier_write_bytes_per_sec, (16 << 20) as f64);
+        assert_eq!((t.measure.pressure_some, t.measure.pressure_full), (Some(0.25), Some(0.1)));
+        assert_eq!(t.measure.untracked_faults, 2_000);
+        assert_eq!(t.faults.rates, [0.0, 1000.0], "each interval's rate is kept for the wake judgement");
+    }
+}
