@@ -71,6 +71,7 @@ if [ "$up" = yes ]; then
   say "restarted $up $(cat /proc/$tierd_pid/cgroup)"
   say "readopted $(ctl status --json | tr -d '\n')"
   sleep 15
+  say "during sweep $(ctl status --json | tr -d '\n')"
   say "sweep events $(tr '\n' ' ' < $cg/w/memory.events)"
   ctl stop marker > /dev/null
   for _ in $(seq 120); do

@@ -293,9 +293,23 @@ pub struct Progress {
     pub predicted: Option<f64>,
     pub shortfall: tierd_core::activity::Shortfall,
     pub short_secs: Option<f64>,
+    /// The cgroup's PSI `some` total at the last look, in seconds, once it gave one.
+    pub psi_secs: Option<f64>,
 }
 
 impl Progress {
+    /// Seconds it has stalled so far: its cgroup's PSI `some` total where the kernel
+    /// keeps one (v2), which also counts reclaim and `memory.high` throttling that cause
+    /// no major fault; else `fault_estimate`, its tier waits. Once PSI was read, a
+    /// failed read keeps the last total (a switch of source would read as a stall).
+    pub fn stall_so_far(&mut self, psi: Option<tierd_sys::cgroup::Pressure>, fault_estimate: f64) -> f64 {
+        match (psi, self.psi_secs) {
+            (Some(p), _) => *self.psi_secs.insert(p.some_us as f64 / 1e6),
+            (None, Some(last)) => last,
+            (None, None) => fault_estimate,
+        }
+    }
+
     /// Judges the shortfall against the last prediction at `now`.
     pub fn judge_shortfall(&mut self, now: f64, by: f64) {
         self.short_secs = self.shortfall.observe(now, self.predicted, &self.activity, by);
@@ -397,5 +411,17 @@ mod tests {
         assert!(l.in_runs(7, 2 << 20), "refused everywhere: nothing is gained by trying");
         l.relayout_tally = (1, RELAYOUT_REFUSALS);
         assert!(!l.in_runs(7, 2 << 20), "one success: the refusals were odd mappings");
+    }
+
+    #[test]
+    fn stall_is_the_cgroups_psi_where_it_keeps_one_and_never_switches_back() {
+        use tierd_sys::cgroup::Pressure;
+        let mut v1 = Progress::default();
+        assert_eq!(v1.stall_so_far(None, 2.5), 2.5, "no PSI: the tier-wait estimate");
+        let mut v2 = Progress::default();
+        // Throttled at memory.high with no major fault: PSI sees the stall the faults miss.
+        assert_eq!(v2.stall_so_far(Some(Pressure { some_us: 4_000_000, full_us: 0 }), 0.0), 4.0);
+        assert_eq!(v2.stall_so_far(None, 0.0), 4.0, "a failed read keeps the last total");
+        assert_eq!(v2.stall_so_far(Some(Pressure { some_us: 4_500_000, full_us: 0 }), 0.0), 4.5);
     }
 }

@@ -95,13 +95,13 @@ impl Engine {
         let names: Vec<TenantName> =
             self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
         for name in names {
+            let psi = self.cg.pressure(&self.tenant_rel(&name));
             let t = self.tenants.get_mut(&name).expect("listed above");
             let (own_faults, ticks) = t.read_counters(&self.proc);
             t.faults.look(now, own_faults, read_secs + self.cfg.knobs.fault_cpu_secs);
+            let stall = t.progress.stall_so_far(psi, t.faults.stall_secs);
             let busy = t.procs.iter().any(|p| self.proc.any_thread_busy(p.pid()).unwrap_or(false));
-            if let Some(change) =
-                t.progress.activity.step(secs, ticks as f64 / hz, t.faults.stall_secs, busy, window, &shares)
-            {
+            if let Some(change) = t.progress.activity.step(secs, ticks as f64 / hz, stall, busy, window, &shares) {
                 changed = true;
                 let said = match change {
                     // A rest began: what lay in runs before may have been read back and
