@@ -59,6 +59,21 @@ fn within(regions: Vec<&Region>, budget: u64, bytes: impl Fn(&Region) -> u64) ->
         .collect()
 }
 
+/// Free room a prefetch leaves below a cgroup's limit: 16 MiB or a sixteenth of it.
+const PREFETCH_MARGIN: u64 = 16 << 20;
+
+/// Bytes a whole-tenant prefetch may read back into a cgroup charged `charged` now
+/// under `limit`: up to the limit less a margin, so the tenant's own next charges find
+/// free room. Filled to the limit with pages it just mapped, the cgroup can only
+/// reclaim by writing recent pages out, and on v1 a charge the kernel makes outside
+/// the tenant's own fault (a send from its memory, a read into it) fails at once.
+pub fn prefetch_room(limit: Option<u64>, charged: u64) -> u64 {
+    match limit {
+        Some(l) => l.saturating_sub(PREFETCH_MARGIN.max(l / 16)).saturating_sub(charged),
+        None => u64::MAX,
+    }
+}
+
 /// Regions of its working set a working tenant has on the tier, by faults avoided per
 /// read: laid out in runs first (a few reads a region), then, when `scattered` (the
 /// tier has reads to spare: a scattered region costs a read a page, as demand faults
@@ -204,5 +219,14 @@ mod tests {
         let r: Vec<u64> = relayout(&t, 30.0, &[], 64 * MIB, true).iter().map(|r| r.start >> 21).collect();
         assert_eq!(r, [0], "in runs already, or a few pages out of a hot region: left alone");
         assert!(relayout(&t, 30.0, &[], 64 * MIB, false).is_empty(), "a busy tier reads nothing back");
+    }
+
+    #[test]
+    fn a_prefetch_leaves_free_room_below_the_limit() {
+        let mib = 1u64 << 20;
+        assert_eq!(prefetch_room(Some(512 * mib), 300 * mib), 180 * mib, "a sixteenth of 512 MiB kept free");
+        assert_eq!(prefetch_room(Some(128 * mib), 100 * mib), 12 * mib, "at least 16 MiB kept free");
+        assert_eq!(prefetch_room(Some(128 * mib), 120 * mib), 0, "within the margin already: nothing");
+        assert_eq!(prefetch_room(None, 120 * mib), u64::MAX, "no limit, no cap");
     }
 }

@@ -127,10 +127,12 @@ pub enum Cmd {
         #[arg(long)]
         bytes: Option<ByteSize>,
     },
-    /// Read a tenant's memory back from the tier now, as much as its quota has room for.
+    /// Read a tenant's memory back from the tier now, as much as its limit has room for.
     Prefetch {
         name: TenantName,
-        /// At most this much (default: the room left under the tenant's quota).
+        /// At most this much (default: the room left under the limit that binds the
+        /// tenant, its quota or the group's it shares, less 16 MiB or a sixteenth of that
+        /// limit kept free for the tenant's own allocations).
         #[arg(long)]
         bytes: Option<ByteSize>,
     },

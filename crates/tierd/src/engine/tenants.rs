@@ -307,8 +307,16 @@ impl Engine {
     /// `bytes`, and by default what its quota has room for (more would only be
     /// pushed out again).
     pub fn prefetch(&mut self, name: &TenantName, bytes: Option<u64>) -> anyhow::Result<MoveReport> {
+        // The limit that binds it (its own, or the group's it shares) and what is charged
+        // under it now: each call between passes fills only what the last one left.
+        let own = self.cg.stats(&self.tenant_rel(name)).ok();
+        let group = self.cg.stats(&self.group_rel()).ok();
         let t = self.running(name)?;
-        let room = t.quota.map_or(u64::MAX, |q| q.saturating_sub(t.measure.dram));
+        let (limit, charged) = match t.limit_in_force() {
+            Some(l) => (Some(l), own.map_or(t.measure.dram, |s| s.usage)),
+            None => (group.and_then(|g| g.limit), group.map_or(0, |g| g.usage)),
+        };
+        let room = tierd_core::policy::moves::prefetch_room(limit, charged);
         self.move_all(name, "prefetch", bytes.unwrap_or(room), mover::prefetch, "process_madvise MADV_WILLNEED")
     }
 
