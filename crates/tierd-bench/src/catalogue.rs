@@ -15,8 +15,105 @@ use tierd_core::size::MIB;
 
 use crate::harness::Throttle;
 use crate::scenario::{Mode, TenantDef};
-use crate::suite::{Measure, Point, Scenario};
 use crate::workload::{Pattern, parse_phases};
+
+/// Most tenant memory a single point may use (DESIGN.md: the machines are shared).
+pub const MAX_TENANT_MEMORY: u64 = 8 * tierd_core::size::GIB;
+
+/// What a point measures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measure {
+    /// The measured tenants' throughput over `[from, to)` seconds of their own clock.
+    Steady { from: f64, to: f64 },
+    /// One tenant's recovery after its idle phase, over `secs` after it wakes, against
+    /// its throughput over `[base_from, base_to)` before idling (under `dram`).
+    WakeUp { tenant: String, secs: f64, base_from: f64, base_to: f64 },
+}
+
+/// One setting of a scenario.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub label: String,
+    pub budget: u64,
+    pub secs: u64,
+    pub tenants: Vec<TenantDef>,
+    pub measured: Vec<String>,
+    pub measure: Measure,
+    /// The tier throttled to a hard-disk-like device.
+    pub slow: Option<Throttle>,
+    /// Only these modes (e.g. the half-density point, where everything fits in DRAM).
+    pub only: Option<Vec<Mode>>,
+}
+
+impl Point {
+    /// Whether `dram` is CPU-bound at this point on `cpus` CPUs: see
+    /// `PointResult::reference_cpu_bound` in the suite.
+    pub fn reference_cpu_bound(&self, cpus: usize) -> bool {
+        let Measure::Steady { from, to } = self.measure else { return false };
+        let busy: Vec<&TenantDef> = self.tenants.iter().filter(|t| t.busy_at((from + to) / 2.0)).collect();
+        busy.len() > cpus && busy.iter().any(|t| !self.measured.contains(&t.name))
+    }
+
+    pub fn steady(
+        label: impl Into<String>,
+        budget: u64,
+        secs: u64,
+        tenants: Vec<TenantDef>,
+        from: f64,
+        to: f64,
+    ) -> Point {
+        Point {
+            label: label.into(),
+            budget,
+            secs,
+            measured: tenants.iter().map(|t| t.name.clone()).collect(),
+            tenants,
+            measure: Measure::Steady { from, to },
+            slow: None,
+            only: None,
+        }
+    }
+
+    pub(crate) fn runs_in(&self, mode: Mode) -> bool {
+        self.only.as_ref().is_none_or(|m| m.contains(&mode))
+    }
+
+    pub(crate) fn tenant_memory(&self) -> u64 {
+        self.tenants.iter().map(|t| t.size).sum()
+    }
+
+    /// The tier's size as a multiple of the DRAM budget: 2 (tierd's default), or
+    /// enough for every tenant where they are more than 3x DRAM (login-storm's 12
+    /// tenants, overcommit-sweep's 3.4x), since tierd refuses tenants it cannot hold.
+    pub fn tier_ratio(&self) -> f64 {
+        (self.tenant_memory() as f64 / self.budget as f64).ceil().max(2.0)
+    }
+}
+
+#[derive(Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub points: Vec<Point>,
+}
+
+/// Login-storm phases for tenant `i` of `n`: turns of `on` seconds active and `on`
+/// idle over `total` seconds, each tenant at its own place in the cycle so that half
+/// of them are active at any time, from the start.
+pub fn staggered_phases(i: usize, n: usize, on: u64, total: u64) -> String {
+    let cycle = 2 * on;
+    let mut pos = (cycle - cycle * i as u64 / n as u64) % cycle;
+    let mut phases = Vec::new();
+    let mut t = 0;
+    while t < total {
+        let (kind, left) = if pos < on { ("active", on - pos) } else { ("idle", cycle - pos) };
+        let len = left.min(total - t);
+        phases.push(format!("{kind}:{len}s"));
+        t += len;
+        pos = (pos + len) % cycle;
+    }
+    phases.join(",")
+}
 
 /// The shipped scenarios, in catalogue order.
 pub const SHIPPED: [(&str, &str); 9] = [
@@ -235,7 +332,7 @@ fn tenant_defs(t: TenantFile, scale: f64) -> anyhow::Result<Vec<TenantDef>> {
                     if staggered.on == 0 || staggered.total == 0 {
                         bail!("tenant `{}`: staggered on and total must be above 0", t.name);
                     }
-                    crate::suite::staggered_phases(i, count, staggered.on, staggered.total)
+                    staggered_phases(i, count, staggered.on, staggered.total)
                 }
             };
             parse_phases(&phases).with_context(|| format!("tenant `{}`", name(i)))?;
@@ -311,7 +408,7 @@ mod tests {
         assert_eq!(storm.points.len(), 6);
         assert_eq!(storm.points[5].tenants.len(), 12);
         assert_eq!(storm.points[5].tenants[11].name, "u12");
-        assert_eq!(storm.points[0].tenants[1].phases, crate::suite::staggered_phases(1, 4, 20, 135));
+        assert_eq!(storm.points[0].tenants[1].phases, staggered_phases(1, 4, 20, 135));
         let redis = all.iter().find(|s| s.name == "redis").unwrap();
         assert_eq!(redis.points[0].tenants[0].size, 1152 * MIB, "9/8 of its data");
         assert_eq!(redis.points[0].budget, 2304 * MIB, "half of what the four take");

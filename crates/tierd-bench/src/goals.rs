@@ -303,8 +303,8 @@ pub fn goals(r: &Results) -> Vec<Goal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tests::{mode_result, pt, results};
     use crate::suite::Spread;
+    use crate::suite::fixtures::{mode_result, pt, results};
 
     fn with_range(mut m: ModeResult, min: f64, max: f64) -> ModeResult {
         m.relative_spread = Spread { median: m.relative_throughput, min, max };

@@ -13,6 +13,7 @@ pub mod metrics_bench;
 pub mod pg_load;
 pub mod property;
 pub mod qmp;
+pub mod random_hosts;
 pub mod redis_load;
 pub mod report;
 pub mod scenario;

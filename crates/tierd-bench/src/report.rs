@@ -279,60 +279,9 @@ fn scenario_chart(sc: &str, points: &[&PointResult]) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::suite::{ModeResult, Spread};
-    use tierd_core::size::GIB;
-
-    pub(crate) fn mode_result(mode: Mode, rel: f64, tenants: &[(&str, f64)]) -> ModeResult {
-        ModeResult {
-            mode,
-            reps: 3,
-            throughput: rel * 1000.0,
-            relative_throughput: rel,
-            relative_spread: Spread { median: rel, min: rel - 0.02, max: rel + 0.02 },
-            p99_us: 10.0,
-            p99_latency_ratio: 1.0,
-            tenants: tenants.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-            recovery_secs: None,
-            recovery_each: Vec::new(),
-            recovery_curve: Vec::new(),
-            settle_secs: None,
-            settle_each: Vec::new(),
-            settled_relative: None,
-            health: vec!["green".into()],
-            tierd_cpu_percent: 1.0,
-            tracker_cpu_per_8gib: Some(0.5),
-            samples: Vec::new(),
-        }
-    }
-
-    pub(crate) fn pt(scenario: &str, point: &str, modes: Vec<ModeResult>) -> PointResult {
-        PointResult {
-            name: if point.is_empty() { scenario.into() } else { format!("{scenario}/{point}") },
-            scenario: scenario.into(),
-            point: point.into(),
-            description: "d".into(),
-            tenant_memory_bytes: 2 * GIB,
-            measured_hot_bytes: GIB,
-            dram_budget_bytes: GIB,
-            slow_tier: None,
-            reference_cpu_bound: false,
-            modes,
-            taken: None,
-        }
-    }
-
-    pub(crate) fn results(results: Vec<PointResult>) -> Results {
-        Results {
-            run: crate::machine::RunInfo::collect(),
-            simulated: None,
-            reps: 3,
-            scale: 1.0,
-            tier: "t".into(),
-            results,
-        }
-    }
+    use crate::suite::fixtures::{mode_result, pt, results};
 
     #[test]
     fn a_report_is_written_with_a_chart_per_scenario() {

@@ -12,113 +12,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::{Throttle, interrupted};
 use crate::machine::{RunInfo, median};
-use tierd_core::size::GIB;
 
 use crate::catalogue::catalogue;
-use crate::scenario::{Mode, Run, TenantDef, run};
+use crate::scenario::{Mode, Run, run};
 
 mod aggregate;
+pub use crate::catalogue::{MAX_TENANT_MEMORY, Measure, Point, Scenario, staggered_phases};
 pub use aggregate::{aggregate, recovery_secs, settled_rate};
 
-/// Most tenant memory a single point may use (DESIGN.md: the machines are shared).
-pub const MAX_TENANT_MEMORY: u64 = 8 * GIB;
 /// Loss at or under which a mode counts as sustaining a density (login-storm).
 pub const SUSTAINED_LOSS: f64 = 0.05;
-
-/// What a point measures.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Measure {
-    /// The measured tenants' throughput over `[from, to)` seconds of their own clock.
-    Steady { from: f64, to: f64 },
-    /// One tenant's recovery after its idle phase, over `secs` after it wakes, against
-    /// its throughput over `[base_from, base_to)` before idling (under `dram`).
-    WakeUp { tenant: String, secs: f64, base_from: f64, base_to: f64 },
-}
-
-/// One setting of a scenario.
-#[derive(Debug, Clone)]
-pub struct Point {
-    pub label: String,
-    pub budget: u64,
-    pub secs: u64,
-    pub tenants: Vec<TenantDef>,
-    pub measured: Vec<String>,
-    pub measure: Measure,
-    /// The tier throttled to a hard-disk-like device.
-    pub slow: Option<Throttle>,
-    /// Only these modes (e.g. the half-density point, where everything fits in DRAM).
-    pub only: Option<Vec<Mode>>,
-}
-
-impl Point {
-    /// Whether `dram` is CPU-bound at this point on `cpus` CPUs: see
-    /// [`PointResult::reference_cpu_bound`].
-    pub fn reference_cpu_bound(&self, cpus: usize) -> bool {
-        let Measure::Steady { from, to } = self.measure else { return false };
-        let busy: Vec<&TenantDef> = self.tenants.iter().filter(|t| t.busy_at((from + to) / 2.0)).collect();
-        busy.len() > cpus && busy.iter().any(|t| !self.measured.contains(&t.name))
-    }
-
-    pub fn steady(
-        label: impl Into<String>,
-        budget: u64,
-        secs: u64,
-        tenants: Vec<TenantDef>,
-        from: f64,
-        to: f64,
-    ) -> Point {
-        Point {
-            label: label.into(),
-            budget,
-            secs,
-            measured: tenants.iter().map(|t| t.name.clone()).collect(),
-            tenants,
-            measure: Measure::Steady { from, to },
-            slow: None,
-            only: None,
-        }
-    }
-
-    fn runs_in(&self, mode: Mode) -> bool {
-        self.only.as_ref().is_none_or(|m| m.contains(&mode))
-    }
-
-    fn tenant_memory(&self) -> u64 {
-        self.tenants.iter().map(|t| t.size).sum()
-    }
-
-    /// The tier's size as a multiple of the DRAM budget: 2 (tierd's default), or
-    /// enough for every tenant where they are more than 3x DRAM (login-storm's 12
-    /// tenants, overcommit-sweep's 3.4x), since tierd refuses tenants it cannot hold.
-    pub fn tier_ratio(&self) -> f64 {
-        (self.tenant_memory() as f64 / self.budget as f64).ceil().max(2.0)
-    }
-}
-
-#[derive(Debug)]
-pub struct Scenario {
-    pub name: String,
-    pub description: String,
-    pub points: Vec<Point>,
-}
-
-/// Login-storm phases for tenant `i` of `n`: turns of `on` seconds active and `on`
-/// idle over `total` seconds, each tenant at its own place in the cycle so that half
-/// of them are active at any time, from the start.
-pub fn staggered_phases(i: usize, n: usize, on: u64, total: u64) -> String {
-    let cycle = 2 * on;
-    let mut pos = (cycle - cycle * i as u64 / n as u64) % cycle;
-    let mut phases = Vec::new();
-    let mut t = 0;
-    while t < total {
-        let (kind, left) = if pos < on { ("active", on - pos) } else { ("idle", cycle - pos) };
-        let len = left.min(total - t);
-        phases.push(format!("{kind}:{len}s"));
-        t += len;
-        pos = (pos + len) % cycle;
-    }
-    phases.join(",")
-}
 
 /// The figures of one run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -379,7 +282,7 @@ pub fn select(plan: &Plan) -> anyhow::Result<Vec<Scenario>> {
     let mut all = catalogue(plan.scale);
     // The property check's random hosts, by name (`random-hosts/host-07`), to look into one.
     if plan.scenarios.iter().any(|s| s.starts_with("random-hosts")) {
-        all.push(crate::property::hosts(crate::property::HOSTS));
+        all.push(crate::random_hosts::hosts(crate::random_hosts::HOSTS));
     }
     let mut own = Vec::new();
     for f in &plan.files {
@@ -497,10 +400,68 @@ pub fn run_plan(
     Ok(res)
 }
 
+/// Results built by hand, for the tests of what reads them (report, goals).
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+    use tierd_core::size::GIB;
+
+    pub(crate) fn mode_result(mode: Mode, rel: f64, tenants: &[(&str, f64)]) -> ModeResult {
+        ModeResult {
+            mode,
+            reps: 3,
+            throughput: rel * 1000.0,
+            relative_throughput: rel,
+            relative_spread: Spread { median: rel, min: rel - 0.02, max: rel + 0.02 },
+            p99_us: 10.0,
+            p99_latency_ratio: 1.0,
+            tenants: tenants.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            recovery_secs: None,
+            recovery_each: Vec::new(),
+            recovery_curve: Vec::new(),
+            settle_secs: None,
+            settle_each: Vec::new(),
+            settled_relative: None,
+            health: vec!["green".into()],
+            tierd_cpu_percent: 1.0,
+            tracker_cpu_per_8gib: Some(0.5),
+            samples: Vec::new(),
+        }
+    }
+
+    pub(crate) fn pt(scenario: &str, point: &str, modes: Vec<ModeResult>) -> PointResult {
+        PointResult {
+            name: if point.is_empty() { scenario.into() } else { format!("{scenario}/{point}") },
+            scenario: scenario.into(),
+            point: point.into(),
+            description: "d".into(),
+            tenant_memory_bytes: 2 * GIB,
+            measured_hot_bytes: GIB,
+            dram_budget_bytes: GIB,
+            slow_tier: None,
+            reference_cpu_bound: false,
+            modes,
+            taken: None,
+        }
+    }
+
+    pub(crate) fn results(results: Vec<PointResult>) -> Results {
+        Results {
+            run: crate::machine::RunInfo::collect(),
+            simulated: None,
+            reps: 3,
+            scale: 1.0,
+            tier: "t".into(),
+            results,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tierd_core::size::MIB;
+    use crate::scenario::TenantDef;
+    use tierd_core::size::{GIB, MIB};
 
     #[test]
     fn a_reference_is_cpu_bound_when_unmeasured_neighbours_take_the_cpus() {

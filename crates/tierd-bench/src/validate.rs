@@ -248,7 +248,7 @@ mod tests {
     use super::*;
     use crate::suite::{ModeResult, Spread};
 
-    use crate::report::tests::{mode_result, pt, results};
+    use crate::suite::fixtures::{mode_result, pt, results};
 
     fn mode(m: Mode, rel: f64, lo: f64, hi: f64) -> ModeResult {
         ModeResult { relative_spread: Spread { median: rel, min: lo, max: hi }, ..mode_result(m, rel, &[]) }
