@@ -13,41 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::size::{ByteSize, human};
 
-/// Which placement policy decides the tenants' DRAM quotas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyKind {
-    /// Plain Linux swap: one limit equal to the DRAM budget over all tenants; the
-    /// kernel alone decides what swaps. The seeds' swap-to-SSD baseline.
-    None,
-    /// Fixed per-tenant quotas in proportion to tenant size.
-    Static,
-    /// Quotas and placement from measured activeness.
-    #[default]
-    Tierd,
-}
-
-impl FromStr for PolicyKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(PolicyKind::None),
-            "static" => Ok(PolicyKind::Static),
-            "tierd" => Ok(PolicyKind::Tierd),
-            _ => Err(format!("unknown policy `{s}`: choose none, static or tierd")),
-        }
-    }
-}
-
-impl std::fmt::Display for PolicyKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            PolicyKind::None => "none",
-            PolicyKind::Static => "static",
-            PolicyKind::Tierd => "tierd",
-        })
-    }
-}
+pub use crate::policy::PolicyKind;
 
 /// How a file tier is presented to the kernel's swap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -53,7 +53,7 @@ mod tests {
 
     #[test]
     fn a_drained_or_failing_tier_lifts_every_quota_whatever_the_policy() {
-        use crate::config::PolicyKind;
+        use crate::policy::PolicyKind;
         use crate::policy::knobs::Knobs;
         use crate::snapshot::TenantView;
         use crate::tier_faults::TierFaults;

@@ -597,7 +597,7 @@ mod tests {
             for r in &mut ts[5].regions {
                 r.cold_samples = 2;
             }
-            let p = crate::policy::plan(crate::config::PolicyKind::Tierd, &snap_of(GIB, ts), &K);
+            let p = crate::policy::plan(crate::policy::PolicyKind::Tierd, &snap_of(GIB, ts), &K);
             p.tenants.into_iter().find(|t| t.name.as_str() == "u6").unwrap()
         };
         let tiered = six(false);
