@@ -303,9 +303,11 @@ impl Engine {
         }
     }
 
-    /// Starts reading a tenant's swapped memory back (`MADV_WILLNEED`): at most
-    /// `bytes`, and by default what its quota has room for (more would only be
-    /// pushed out again).
+    /// Reads a tenant's swapped memory back: at most `bytes`, and by default what the
+    /// limit that binds it has room for less a margin ([`moves::prefetch_room`]: more
+    /// would be pushed out again, and a full limit fails the tenant's own charges).
+    ///
+    /// [`moves::prefetch_room`]: tierd_core::policy::moves::prefetch_room
     pub fn prefetch(&mut self, name: &TenantName, bytes: Option<u64>) -> anyhow::Result<MoveReport> {
         // The limit that binds it (its own, or the group's it shares) and what is charged
         // under it now: each call between passes fills only what the last one left.
