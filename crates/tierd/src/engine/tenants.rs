@@ -311,14 +311,12 @@ impl Engine {
     pub fn prefetch(&mut self, name: &TenantName, bytes: Option<u64>) -> anyhow::Result<MoveReport> {
         // The limit that binds it (its own, or the group's it shares) and what is charged
         // under it now: each call between passes fills only what the last one left.
-        let own = self.cg.stats(&self.tenant_rel(name)).ok();
-        let group = self.cg.stats(&self.group_rel()).ok();
-        let t = self.running(name)?;
-        let (limit, charged) = match t.limit_in_force() {
-            Some(l) => (Some(l), own.map_or(t.measure.dram, |s| s.usage)),
-            None => (group.and_then(|g| g.limit), group.map_or(0, |g| g.usage)),
-        };
-        let room = tierd_core::policy::moves::prefetch_room(limit, charged);
+        let own = self.running(name)?.limit_in_force();
+        let rel = if own.is_some() { self.tenant_rel(name) } else { self.group_rel() };
+        let stats = self.cg.stats(&rel).ok();
+        // Unread, it counts as full: nothing is read back blind.
+        let charged = stats.map_or(u64::MAX, |s| s.usage);
+        let room = tierd_core::policy::moves::prefetch_room(own.or(stats.and_then(|s| s.limit)), charged);
         self.move_all(name, "prefetch", bytes.unwrap_or(room), mover::prefetch, "process_madvise MADV_WILLNEED")
     }
 
