@@ -333,10 +333,11 @@ fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, roo
     // skewed tenant's pages out there are its tail, and reading them back would only
     // push out what others touch).
     let woke = t.since_rest_secs.is_some_and(|x| x <= window);
+    // A quota is filled to its margin at most ([`moves::prefetch_room`]).
     if s.working && (woke || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
-        let room = limit
-            .min(s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64)
-            .saturating_sub(t.dram)
+        let want = s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64;
+        let room = moves::prefetch_room(quota, t.dram)
+            .min(want.saturating_sub(t.dram))
             .min((k.prefetch_rate as f64 * interval) as u64);
         // Scattered regions only where a read is quick (a green tier: hundreds of
         // thousands of reads a second to spare); on a slow device they queue ahead of
@@ -501,6 +502,21 @@ mod tests {
         let mut slow = snap_of(GIB, vec![t]);
         slow.tier.read_latency_us = Some(7000.0);
         assert_eq!(plan(&slow, &K).tenants[0].prefetch.len(), 32, "a slow tier reads runs only");
+    }
+
+    #[test]
+    fn a_waking_tenant_under_a_quota_is_read_back_to_its_margin_not_to_the_brim() {
+        // Its own limit (128 MiB) binds; it holds 64 MiB and wants 128 MiB back.
+        let mut t = working("capped", 512 * MIB, 128 * MIB, 64 * MIB, 0.9);
+        t.spec.limit = Some(128 * MIB);
+        t.since_rest_secs = Some(1.0);
+        t.rest_began_secs = Some(40.0);
+        t.regions = (0..64).map(|i| region(i, 45.0, 0, 2 * MIB, true)).collect();
+        let p = plan(&snap_of(GIB, vec![t]), &K);
+        let tp = &p.tenants[0];
+        assert_eq!(tp.quota, Some(128 * MIB), "{}", tp.reason);
+        // 128 MiB less 16 MiB kept free, less the 64 MiB held: 48 MiB, 24 regions.
+        assert_eq!(tp.prefetch.len(), 24, "{}", tp.reason);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Carrying a plan out: quotas through the memory controller, page moves through the movers.
 
 use super::*;
+use tierd_core::policy::moves::prefetch_room;
 
 impl Engine {
     /// Carries out a plan: the group limit, then quotas (lowered ones first, so the
@@ -22,11 +23,11 @@ impl Engine {
             return;
         }
         // A tenant waking up goes first, with as much of its prefetch as the DRAM no
-        // tenant holds takes. Its quota may take the group's limits past the budget
+        // tenant holds takes, less the margin every prefetch leaves below its limit. Its quota may take the group's limits past the budget
         // meanwhile; the group limit still holds.
         let group_limit = plan.group_limit.unwrap_or(self.cfg.dram_budget);
         let held: u64 = self.tenants.values().filter(|t| t.is_running()).map(|t| t.measure.dram).sum();
-        let mut free = group_limit.saturating_sub(held);
+        let mut free = prefetch_room(Some(group_limit), held);
         for tp in &woken {
             let mut head = TenantPlan::quota_only(tp.name.clone(), tp.quota, tp.reason.clone());
             head.woke = true;
@@ -70,8 +71,8 @@ impl Engine {
         }
     }
 
-    /// Prefetches the woken tenants' ranges as the group's usage falls under
-    /// `group_limit`, until the cuts' limit writes are `done`, all is read, or an
+    /// Prefetches the woken tenants' ranges as the group's usage falls below its margin
+    /// under `group_limit`, until the cuts' limit writes are `done`, all is read, or an
     /// interval has passed; logs what each got.
     fn prefetch_as_cuts_free(&mut self, woken: &[&TenantPlan], group_limit: u64, now: f64, done: impl Fn() -> bool) {
         let group = self.group_rel();
@@ -80,7 +81,7 @@ impl Engine {
             woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
         while !done() && Instant::now() < deadline && left.iter().any(|l| !l.1.is_empty()) {
             let usage = self.cg.stats(&group).map_or(group_limit, |st| st.usage);
-            let mut room = group_limit.saturating_sub(usage);
+            let mut room = prefetch_room(Some(group_limit), usage);
             for (name, ranges, bytes) in &mut left {
                 let now_ranges = take_within(ranges, &mut room);
                 if now_ranges.is_empty() {
@@ -89,7 +90,7 @@ impl Engine {
                 ranges.retain(|r| !now_ranges.contains(r));
                 let mut piece = TenantPlan::quota_only(name.clone(), None, String::new());
                 piece.prefetch = now_ranges;
-                *bytes += self.carry_out_moves(&piece).1;
+                *bytes += self.carry_out_moves(&piece).prefetched;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -227,22 +228,9 @@ impl Engine {
         } else {
             t.reason = tp.reason.clone();
         }
-        let (demoted, prefetched, collapsed) = match early {
-            Some(m) => m,
-            None => self.moves(tp),
-        };
+        let done = early.unwrap_or_else(|| self.moves(tp));
         let t = self.tenants.get_mut(&tp.name).expect("checked above");
-        let mut did = Vec::new();
-        if prefetched > 0 {
-            let note = if note.is_empty() { String::new() } else { format!(" {note}") };
-            did.push(format!("prefetched {}{note}", human(prefetched)));
-        }
-        if demoted > 0 {
-            did.push(format!("demoted {} in {} cold regions", human(demoted), tp.demote.len()));
-        }
-        if collapsed > 0 {
-            did.push(format!("rebuilt {} regions as huge pages", collapsed));
-        }
+        let did = done.describe(tp.demote.len(), note);
         // A woken tenant's reason says it woke ("woke up: tier faults …"): logged on its
         // own when neither its quota line nor its moves carried it.
         let msg = match did.is_empty() {
@@ -267,7 +255,7 @@ impl Engine {
     }
 
     /// [`Self::carry_out_moves`], with a warning when it holds up the control loop.
-    pub(super) fn moves(&mut self, tp: &TenantPlan) -> (u64, u64, usize) {
+    pub(super) fn moves(&mut self, tp: &TenantPlan) -> MovesDone {
         let (moved, secs) = mover::timed(|| self.carry_out_moves(tp));
         warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
             format!(
@@ -280,11 +268,10 @@ impl Engine {
         moved
     }
 
-    /// Carries out a tenant plan's page moves; returns bytes demoted, bytes prefetched
-    /// and regions collapsed.
-    pub(super) fn carry_out_moves(&mut self, tp: &TenantPlan) -> (u64, u64, usize) {
-        let Some(t) = self.tenants.get_mut(&tp.name) else { return (0, 0, 0) };
-        let (mut demoted, mut prefetched, mut collapsed) = (0, 0, 0);
+    /// Carries out a tenant plan's page moves.
+    pub(super) fn carry_out_moves(&mut self, tp: &TenantPlan) -> MovesDone {
+        let Some(t) = self.tenants.get_mut(&tp.name) else { return MovesDone::default() };
+        let mut done = MovesDone::default();
         let mut failed: Vec<(&str, tierd_sys::madvise::AdviseResult)> = Vec::new();
         let now = now_secs();
         // Once per interval: prefetched pages are mapped as the tenant's, so a region
@@ -319,19 +306,19 @@ impl Engine {
             let ranges: Vec<(u64, u64)> = mine(&tp.demote).into_iter().filter(|r| !paged.contains(r)).collect();
             if !ranges.is_empty() {
                 let m = mover::demote_ranges(p, &ranges);
-                demoted += m.advise.bytes;
+                done.demoted += m.advise.bytes;
                 failed.push(("process_madvise MADV_PAGEOUT", m.advise));
             }
             let ranges = mine(&fresh);
             if !ranges.is_empty() {
                 let m = mover::prefetch_ranges(&self.proc, p, &ranges, Some(until));
-                prefetched += m.bytes;
+                done.prefetched += m.bytes;
                 failed.push(("process_madvise MADV_WILLNEED", m.advise));
             }
             let ranges = mine(&tp.collapse);
             if !ranges.is_empty() {
                 let r = p.advise(tierd_sys::madvise::Advice::Collapse, &ranges);
-                collapsed += (r.bytes / tierd_core::size::HUGE_PAGE) as usize;
+                done.collapsed += (r.bytes / tierd_core::size::HUGE_PAGE) as usize;
                 failed.push(("process_madvise MADV_COLLAPSE", r));
             }
         }
@@ -347,7 +334,7 @@ impl Engine {
         // them first and without I/O whenever this tenant's DRAM is wanted. Squeezing
         // them out now (as `tierctl demote` does) would also evict the tracker's
         // sampled hot pages, turning their refaults into tier reads.
-        (demoted, prefetched, collapsed)
+        done
     }
 }
 
@@ -391,11 +378,39 @@ fn report_relayout(t: &mut Tenant, events: &mut Events, warned: &mut bool, relai
     }
 }
 
+/// What a tenant plan's page moves did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct MovesDone {
+    pub demoted: u64,
+    pub prefetched: u64,
+    /// Regions rebuilt as huge pages.
+    pub collapsed: usize,
+}
+
+impl MovesDone {
+    /// The moves as the decision log says them; `regions` demoted, `note` after the
+    /// prefetch (why it went ahead).
+    fn describe(&self, regions: usize, note: &str) -> Vec<String> {
+        let mut did = Vec::new();
+        if self.prefetched > 0 {
+            let note = if note.is_empty() { String::new() } else { format!(" {note}") };
+            did.push(format!("prefetched {}{note}", human(self.prefetched)));
+        }
+        if self.demoted > 0 {
+            did.push(format!("demoted {} in {regions} cold regions", human(self.demoted)));
+        }
+        if self.collapsed > 0 {
+            did.push(format!("rebuilt {} regions as huge pages", self.collapsed));
+        }
+        did
+    }
+}
+
 /// A quota cut carried out ahead of its bookkeeping: the bytes its demotions moved
 /// (demoted, prefetched, collapsed) and how writing its limit went, in seconds (`None`:
 /// not written, the tier having failed the demotions' writes).
 pub(super) struct Cut {
-    early: (u64, u64, usize),
+    early: MovesDone,
     limit: Option<(Result<(), tierd_sys::cgroup::CgroupError>, f64)>,
 }
 
@@ -420,4 +435,31 @@ pub(super) fn take_within(ranges: &[Range], room: &mut u64) -> Vec<Range> {
         out.push(*r);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decision_log_says_what_moved_and_nothing_when_nothing_did() {
+        assert!(MovesDone::default().describe(3, "ahead of its neighbours' cuts").is_empty());
+        let done = MovesDone { demoted: 4 << 20, prefetched: 8 << 20, collapsed: 2 };
+        assert_eq!(
+            done.describe(3, "ahead of its neighbours' cuts"),
+            vec![
+                "prefetched 8 MiB ahead of its neighbours' cuts",
+                "demoted 4 MiB in 3 cold regions",
+                "rebuilt 2 regions as huge pages"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_prefetch_takes_whole_ranges_while_they_fit() {
+        let r = |start| Range { pid: 1, start, len: 2 << 20 };
+        let mut room = 5 << 20;
+        assert_eq!(take_within(&[r(0), r(2 << 20), r(4 << 20)], &mut room), vec![r(0), r(2 << 20)]);
+        assert_eq!(room, 1 << 20);
+    }
 }
