@@ -65,6 +65,12 @@ device_fails() { # slow, then every I/O failing
   for t in rest late; do
     say "file tenants/$t/memory.swap.max $(cat $cg/$t/memory.swap.max)"
   done
+  # The device is replaced: drain it. rest's pages on it cannot be read, and rest
+  # (which touches none of them) keeps running.
+  ctl stop late
+  say "drain $(ctl tier drain 2>&1 | tr '\n' ' ')"
+  say "drained status $(ctl status --json | tr -d '\n')"
+  say "swaps after the drain: $(tail -n +2 /proc/swaps | wc -l)"
   ctl events | sed 's/^/guest-fault: event /'
   say "kernel log $(dmesg | grep -c 'error on swap-device') swap I/O errors"
 }

@@ -8,8 +8,12 @@
 
 use crate::size::{MIB, human};
 
-/// DRAM kept free beyond what the tier holds: tenants allocate while the pages come back.
-pub const MARGIN: u64 = 64 * MIB;
+/// DRAM kept free beyond what the tier holds: tenants allocate while the pages come
+/// back. 64 MiB, or an eighth of a budget smaller than 512 MiB (the margin alone would
+/// refuse every drain under a 64 MiB budget).
+pub fn margin(dram_budget: u64) -> u64 {
+    (64 * MIB).min(dram_budget / 8)
+}
 
 /// What a drain would have to fit, measured just before it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,6 +33,10 @@ impl DrainFigures {
     pub fn room(&self) -> u64 {
         self.dram_budget.saturating_sub(self.dram_used).min(self.host_available)
     }
+
+    pub fn margin(&self) -> u64 {
+        margin(self.dram_budget)
+    }
 }
 
 /// Why a drain is refused.
@@ -38,15 +46,15 @@ pub enum DrainRefused {
         "cannot drain the tier: it holds {}, and DRAM has room for {} ({} of the {} budget in use, {} available \
          on the host, {} kept free); stop or shrink tenants, or restart tierd with a larger --dram-budget, then \
          drain",
-        human(f.tier_used), human(f.room().saturating_sub(MARGIN)), human(f.dram_used), human(f.dram_budget),
-        human(f.host_available), human(MARGIN)
+        human(f.tier_used), human(f.room().saturating_sub(f.margin())), human(f.dram_used), human(f.dram_budget),
+        human(f.host_available), human(f.margin())
     )]
     DoesNotFit { f: DrainFigures },
 }
 
-/// Whether the tier's pages fit back into DRAM with [`MARGIN`] to spare.
+/// Whether the tier's pages fit back into DRAM with [`margin`] to spare.
 pub fn judge(f: DrainFigures) -> Result<(), DrainRefused> {
-    if f.tier_used.saturating_add(MARGIN) > f.room() {
+    if f.tier_used.saturating_add(f.margin()) > f.room() {
         return Err(DrainRefused::DoesNotFit { f });
     }
     Ok(())
@@ -65,7 +73,16 @@ mod tests {
     fn drains_what_fits_under_the_budget_with_margin() {
         assert_eq!(judge(figures(GIB, 512 * MIB, 8 * GIB)), Ok(()));
         assert!(judge(figures(0, 2 * GIB, 8 * GIB)).is_err(), "no margin left at all");
-        assert_eq!(judge(figures(0, 2 * GIB - MARGIN, 8 * GIB)), Ok(()), "an empty tier needs only the margin");
+        assert_eq!(judge(figures(0, 2 * GIB - 64 * MIB, 8 * GIB)), Ok(()), "an empty tier needs only the margin");
+    }
+
+    #[test]
+    fn a_small_budget_keeps_an_eighth_free_not_64_mib() {
+        let f =
+            |tier_used, dram_used| DrainFigures { tier_used, dram_budget: 64 * MIB, dram_used, host_available: GIB };
+        assert_eq!(judge(f(40 * MIB, 16 * MIB)), Ok(()), "40 MiB + 8 MiB kept free fit in 48 MiB of room");
+        let refused = judge(f(44 * MIB, 16 * MIB)).unwrap_err().to_string();
+        assert!(refused.contains("8 MiB kept free"), "{refused}");
     }
 
     #[test]

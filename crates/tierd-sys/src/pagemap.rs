@@ -282,6 +282,18 @@ pub fn scan(proc: &crate::procfs::ProcFs, pid: u32) -> Option<Vec<PageRegion>> {
     scan_mappings(proc, pid).map(|(_, runs)| runs)
 }
 
+/// Bytes of a process's private anonymous memory its page tables say are swapped out
+/// (0 when they cannot be read). With no swap area behind them, these are the poisoned
+/// entries `swapoff` leaves where a read failed.
+pub fn swapped_bytes(proc: &crate::procfs::ProcFs, pid: u32) -> u64 {
+    scan(proc, pid)
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.categories & PAGE_IS_SWAPPED != 0)
+        .map(|r| r.end - r.start)
+        .sum()
+}
+
 /// Address ranges `[start, end)` of a process's mappings, in address order.
 pub type Mappings = Vec<(u64, u64)>;
 

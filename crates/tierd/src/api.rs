@@ -205,6 +205,9 @@ pub struct DrainReport {
     /// What was on it and is now back in DRAM.
     pub read_back_bytes: u64,
     pub seconds: f64,
+    /// Per tenant, bytes the device failed to read back (lost: `SIGBUS` on touch).
+    #[serde(default)]
+    pub unreadable: Vec<(String, u64)>,
 }
 
 /// One tenant.

@@ -349,7 +349,22 @@ fn in_a_6_12_guest_a_tier_device_that_goes_slow_then_fails_turns_health_red_and_
         assert_eq!(tier(&late, t)["state"], "running", "{log}");
     }
     assert_eq!(tier(&late, "late")["tier_bytes"], 0, "{log}");
+    the_drain_of_a_device_failing_reads_names_what_is_lost(&console, &log);
     print_events(&log);
+}
+
+/// `tierctl tier drain` of the device that fails every read: it completes (the device
+/// can be replaced), says how much of rest it could not read back, and rest, which
+/// touches none of those pages, runs on.
+fn the_drain_of_a_device_failing_reads_names_what_is_lost(console: &str, log: &str) {
+    let drain = said_fault(console, "drain");
+    eprintln!("drain of the failing tier: {drain}");
+    assert!(drain.contains("drained:"), "{drain}\n{log}");
+    assert!(drain.contains("rest: ") && drain.contains("could not be read back"), "{drain}\n{log}");
+    assert_eq!(said_fault(console, "swaps after the drain:").trim(), "0", "the tier is off\n{log}");
+    let drained = fault_json(console, "drained status", log);
+    assert_eq!(tenant_in(&drained, "rest", log)["state"], "running", "{log}");
+    assert!(log.contains("the drain could not read back"), "named in an event\n{log}");
 }
 
 /// The tier fails writes and serves reads (dm-flakey's `error_writes`, as worn flash

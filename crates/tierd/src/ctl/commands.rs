@@ -222,6 +222,12 @@ fn drain(sock: &Path) -> anyhow::Result<()> {
         human(r.read_back_bytes),
         r.seconds
     );
+    for (name, bytes) in &r.unreadable {
+        println!(
+            "  {name}: {} could not be read back (the device failed the reads); it gets SIGBUS where it touches them",
+            human(*bytes)
+        );
+    }
     Ok(())
 }
 

@@ -266,8 +266,10 @@ impl Engine {
         // No quota may squeeze a tenant while its pages come back; the budget still holds.
         self.lift_quotas();
         crate::crash_point!("drain");
+        self.watch_tier_faults();
         let start = Instant::now();
         let tier = self.tier.take().expect("checked above");
+        let device = tier.device_number;
         if let Err(e) = tier.teardown() {
             let (_, left) = tier.usage(&self.proc);
             self.tier = Some(tier);
@@ -277,17 +279,49 @@ impl Engine {
             );
         }
         let seconds = start.elapsed().as_secs_f64();
+        let unreadable = self.unreadable_after_drain(device);
+        let read_back = tier_used.saturating_sub(unreadable.iter().map(|(_, b)| b).sum());
         self.events.info(
             None,
             format!(
                 "tier {} drained: {} read back into DRAM in {seconds:.1} s; tierd runs without a tier until it is \
                  restarted with one",
                 path.display(),
-                human(tier_used)
+                human(read_back)
             ),
         );
         self.save();
-        Ok(DrainReport { path, read_back_bytes: tier_used, seconds })
+        Ok(DrainReport { path, read_back_bytes: read_back, seconds, unreadable })
+    }
+
+    /// After a drain of a device that fails reads: per tenant, the bytes the kernel
+    /// could not read back. `swapoff` leaves each such page a poisoned entry, still
+    /// "swapped" in the page tables with no swap area behind it, and the process that
+    /// touches one gets `SIGBUS`. Named in a warning per tenant.
+    fn unreadable_after_drain(&mut self, device: Option<(u32, u32)>) -> Vec<(String, u64)> {
+        if let (Some(log), Some(dev)) = (self.kernel_log.as_mut(), device) {
+            self.tier_faults.count(&log.read_new(), dev);
+        }
+        // Without a failed read, swapped pages are on another of the host's swap areas.
+        if self.tier_faults.read_errors == 0 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (name, t) in self.tenants.iter().filter(|(_, t)| t.is_running()) {
+            let bytes: u64 = t.procs.iter().map(|p| tierd_sys::pagemap::swapped_bytes(&self.proc, p.pid())).sum();
+            if bytes > 0 {
+                out.push((name.to_string(), bytes));
+            }
+        }
+        for (name, bytes) in &out {
+            let msg = format!(
+                "the drain could not read back {} of its memory: the tier device failed the reads; it gets SIGBUS \
+                 where it touches those pages",
+                human(*bytes)
+            );
+            self.events.warn(Some(name.as_str()), msg);
+        }
+        out
     }
 }
 
