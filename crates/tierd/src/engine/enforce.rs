@@ -23,8 +23,9 @@ impl Engine {
             return;
         }
         // A tenant waking up goes first, with as much of its prefetch as the DRAM no
-        // tenant holds takes, less the margin every prefetch leaves below its limit. Its quota may take the group's limits past the budget
-        // meanwhile; the group limit still holds.
+        // tenant holds takes, less the margin every prefetch leaves below its limit. Its
+        // quota may take the group's limits past the budget meanwhile; the group limit
+        // still holds.
         let group_limit = plan.group_limit.unwrap_or(self.cfg.dram_budget);
         let held: u64 = self.tenants.values().filter(|t| t.is_running()).map(|t| t.measure.dram).sum();
         let mut free = prefetch_room(Some(group_limit), held);

@@ -266,20 +266,20 @@ impl Engine {
         // No quota may squeeze a tenant while its pages come back; the budget still holds.
         self.lift_quotas();
         crate::crash_point!("drain");
-        self.watch_tier_faults();
         let start = Instant::now();
-        let tier = self.tier.take().expect("checked above");
-        let device = tier.device_number;
-        if let Err(e) = tier.teardown() {
-            let (_, left) = tier.usage(&self.proc);
-            self.tier = Some(tier);
+        let torn_down = self.tier.as_ref().expect("checked above").teardown();
+        // The drain's own failed reads, counted while the tier is still known.
+        self.watch_tier_faults();
+        if let Err(e) = torn_down {
+            let (_, left) = self.tier.as_ref().expect("kept").usage(&self.proc);
             bail!(
                 "the drain stopped with {} still on the tier: {e}; quotas are back at the next interval",
                 human(left)
             );
         }
+        self.tier = None;
         let seconds = start.elapsed().as_secs_f64();
-        let unreadable = self.unreadable_after_drain(device);
+        let unreadable = self.unreadable_after_drain();
         let read_back = tier_used.saturating_sub(unreadable.iter().map(|(_, b)| b).sum());
         self.events.info(
             None,
@@ -298,10 +298,7 @@ impl Engine {
     /// could not read back. `swapoff` leaves each such page a poisoned entry, still
     /// "swapped" in the page tables with no swap area behind it, and the process that
     /// touches one gets `SIGBUS`. Named in a warning per tenant.
-    fn unreadable_after_drain(&mut self, device: Option<(u32, u32)>) -> Vec<(String, u64)> {
-        if let (Some(log), Some(dev)) = (self.kernel_log.as_mut(), device) {
-            self.tier_faults.count(&log.read_new(), dev);
-        }
+    fn unreadable_after_drain(&mut self) -> Vec<(String, u64)> {
         // Without a failed read, swapped pages are on another of the host's swap areas.
         if self.tier_faults.read_errors == 0 {
             return Vec::new();
