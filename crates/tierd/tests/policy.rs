@@ -136,9 +136,20 @@ fn hot_sets_that_fit_share_one_limit_and_stay_resident() {
     }
     // The model behind it, for operators: the large tenant's curve says its hot set is
     // a cliff near 256 MiB, and two more like it would not fit on this budget.
-    let curve: Value = serde_json::from_str(&d.ctl(&["curve", "large", "--json"])).unwrap();
+    // One reading rests on one interval's samples (CI once read 318 MiB, its samples
+    // half back under a loaded host), so the median of five a second apart is judged.
+    let mut curves: Vec<Value> = (0..5)
+        .map(|_| {
+            std::thread::sleep(Duration::from_secs(1));
+            serde_json::from_str(&d.ctl(&["curve", "large", "--json"])).unwrap()
+        })
+        .collect();
+    curves.sort_by(|a, b| mib(&a["hot_bytes"]).total_cmp(&mib(&b["hot_bytes"])));
+    let hots: Vec<f64> = curves.iter().map(|c| mib(&c["hot_bytes"]).round()).collect();
+    let curve = &curves[2];
     let hot = mib(&curve["hot_bytes"]);
-    assert!((hot / 256.0 - 1.0).abs() <= 0.2, "hot set {hot:.0} MiB: {curve:#}");
+    assert!((hot / 256.0 - 1.0).abs() <= 0.2, "median hot set {hot:.0} MiB of {hots:?}: {curve:#}");
+    assert!(hots.iter().all(|h| (h / 256.0 - 1.0).abs() <= 0.4), "a reading far off: {hots:?}");
     let table = d.ctl(&["curve", "large"]);
     assert!(table.contains("tier reads/s") && table.lines().count() >= 18, "{table}");
     let plan: Value = serde_json::from_str(&d.ctl(&["plan", "--add", "2xlarge", "--json"])).unwrap();
