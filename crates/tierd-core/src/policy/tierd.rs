@@ -213,18 +213,22 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     if let Some(r) = &throttled {
         notes.push(r.clone());
     }
-    let free = if throttled.is_some() { 0 } else { free_room(snap, k, mode) };
+    let quotas = quotas_in(mode, &states, &parts);
+    let prefetches: Vec<Vec<Range>> = states.iter().zip(&quotas).map(|(s, &q)| prefetch_of(s, q, snap, k)).collect();
+    let incoming = states.iter().zip(&prefetches).map(|(s, p)| tier_bytes_in(s.view, p)).sum();
+    let free = free_room(snap, k, mode, throttled.is_some(), incoming);
     let window = snap.window_secs.max(snap.interval_secs);
-    let room = room_demotions(&states, free, window, (k.demote_rate as f64 * snap.interval_secs) as u64);
+    let per_tenant = (k.demote_rate as f64 * snap.interval_secs) as u64;
+    let room = room_demotions(&states, free, window, per_tenant);
     if fell_short {
         notes.push(Note::FellShort);
     }
     let tenants = states
         .iter()
         .zip(&parts)
-        .zip(room)
-        .map(|((s, &part), room)| {
-            let mut tp = tenant_plan(s, part, mode, snap, k, room);
+        .zip(quotas.into_iter().zip(prefetches).zip(room))
+        .map(|((s, &part), ((quota, prefetch), room))| {
+            let mut tp = tenant_plan(s, quota, prefetch, snap, k, room);
             if mode == Mode::Quotas && s.working {
                 tp.predicted_useful = Some(s.curve.useful(part, fault));
             }
@@ -234,29 +238,59 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     Plan { group_limit: Some(budget), tenants, notes }
 }
 
-/// Bytes tierd demotes ahead of the kernel's reclaim under one shared limit this pass:
-/// what keeps [`Knobs::free_target`] of the budget free (0 with quotas).
-fn free_room(snap: &Snapshot, k: &Knobs, mode: Mode) -> u64 {
+/// Each tenant's quota in `mode`: its part within its floor and cap, or none under one
+/// shared limit.
+fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
+    let quota = |s: &State, part: u64| match mode {
+        Mode::Quotas => Some(part.max(s.floor).min(s.cap)),
+        Mode::Shared { .. } => None,
+    };
+    states.iter().zip(parts).map(|(s, &part)| quota(s, part)).collect()
+}
+
+/// Bytes tierd demotes ahead of the kernel's reclaim under one shared limit this pass
+/// (0 with quotas): what keeps [`Knobs::free_target`] of the budget free once this
+/// pass's prefetch (`incoming` bytes) is read back, and while the tier is `throttled`
+/// only the room that prefetch takes past the limit's margin: the kernel would write
+/// that out anyway, a page at a time inside the prefetch's reads (a woken 1 GiB came
+/// back at 122 MiB/s so); written ahead, it goes out in whole regions.
+fn free_room(snap: &Snapshot, k: &Knobs, mode: Mode, throttled: bool, incoming: u64) -> u64 {
     if mode == Mode::Quotas {
         return 0;
     }
     // Swap-cached pages are room already: counted as held, each pass would write out
     // more while the last pass's pages sat cached (an idle host wrote 1.6 MiB/s so).
     let held: u64 = snap.tenants.iter().map(|t| t.dram.saturating_sub(t.swap_cached)).sum();
+    let after = held + incoming;
+    let forced = if incoming > 0 { after.saturating_sub(moves::prefetch_room(Some(snap.dram_budget), 0)) } else { 0 };
+    if throttled {
+        return forced;
+    }
     let want = snap.dram_budget - (snap.dram_budget as f64 * k.free_target) as u64;
-    held.saturating_sub(want)
+    after.saturating_sub(want).max(forced)
 }
 
-/// Per tenant, the regions that make `free` bytes of room ahead of the kernel's reclaim:
-/// only what the LRU would give up first anyway, the host's coldest first. A region
-/// qualifies when it was seen idle a window (a sample of it stayed out) and is not part
-/// of a resting tenant's working set; a region never seen is no evidence of cold (a
-/// resting tenant's unsampled hot pages would go first and fault the moment it wakes).
+/// Bytes the ranges `picked` from a tenant's regions hold on the tier.
+fn tier_bytes_in(t: &TenantView, picked: &[Range]) -> u64 {
+    t.regions.iter().filter(|r| picked.contains(&r.range)).map(|r| r.tier_bytes).sum()
+}
+
+/// Per tenant, the regions that make `free` bytes of room ahead of the kernel's
+/// reclaim: only what the LRU would give up first anyway, the host's coldest first. A
+/// region qualifies when it was seen idle a window (a sample of it stayed out) and is
+/// not part of a resting or just-woken tenant's working set; a region never seen is no
+/// evidence of cold (a resting tenant's unsampled hot pages would go first and fault
+/// the moment it wakes).
 fn room_demotions(states: &[State], free: u64, window: f64, per_tenant: u64) -> Vec<Vec<Range>> {
     let mut cold: Vec<(usize, &Region)> = Vec::new();
     for (i, s) in states.iter().enumerate() {
-        let ws: Vec<Range> =
-            if s.working { Vec::new() } else { moves::working_set(s.view, window).map(|r| r.range).collect() };
+        // Resting or just woken, its working set is what it touches next, however long
+        // it lay idle.
+        let woke = s.view.since_rest_secs.is_some_and(|x| x <= window);
+        let ws: Vec<Range> = match s.working && !woke {
+            true => Vec::new(),
+            false => moves::working_set(s.view, window).map(|r| r.range).collect(),
+        };
         let candidates = moves::coldest(&s.view.regions, window, 1, u64::MAX);
         cold.extend(
             s.view.regions.iter().filter(|r| candidates.contains(&r.range) && !ws.contains(&r.range)).map(|r| (i, r)),
@@ -314,42 +348,49 @@ fn reason(s: &State, quota: Option<u64>, window: f64) -> String {
     why
 }
 
-/// One tenant's quota and moves; `room` is its share of the demotions ahead of the
-/// kernel's reclaim ([`room_demotions`]).
-fn tenant_plan(s: &State, part: u64, mode: Mode, snap: &Snapshot, k: &Knobs, room: Vec<Range>) -> TenantPlan {
+/// What a tenant under `quota` reads back this pass: a working tenant whose working
+/// set is out on the tier, within its room: one just woken, or a steep one faulting
+/// (every page out there will be touched; a skewed tenant's pages out there are its
+/// tail, and reading them back would only push out what others touch).
+fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Vec<Range> {
+    let t = s.view;
+    let window = snap.window_secs.max(snap.interval_secs);
+    let woke = t.since_rest_secs.is_some_and(|x| x <= window);
+    if !s.working || !(woke || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
+        return Vec::new();
+    }
+    // A quota is filled to its margin at most ([`moves::prefetch_room`]).
+    let want = s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64;
+    let room = moves::prefetch_room(quota, t.dram)
+        .min(want.saturating_sub(t.dram))
+        .min((k.prefetch_rate as f64 * snap.interval_secs) as u64);
+    // Scattered regions only where a read is quick (a green tier: hundreds of
+    // thousands of reads a second to spare); on a slow device they queue ahead of
+    // the demand faults of everyone.
+    let spare_reads =
+        snap.tier.read_latency_us.is_none_or(|us| crate::health::tier_read_latency(us) == crate::health::Colour::Green);
+    moves::prefetch(t, window, room, spare_reads)
+}
+
+/// One tenant's plan: its quota, its `prefetch` ([`prefetch_of`]) and moves; `room` is
+/// its share of the demotions ahead of the kernel's reclaim ([`room_demotions`]).
+fn tenant_plan(
+    s: &State,
+    quota: Option<u64>,
+    prefetch: Vec<Range>,
+    snap: &Snapshot,
+    k: &Knobs,
+    room: Vec<Range>,
+) -> TenantPlan {
     let t = s.view;
     let window = snap.window_secs.max(snap.interval_secs);
     let interval = snap.interval_secs;
-    let quota = match mode {
-        Mode::Quotas => Some(part.max(s.floor).min(s.cap)),
-        Mode::Shared { .. } => None,
-    };
     let mut tp = TenantPlan::quota_only(t.spec.name.clone(), quota, reason(s, quota, window));
     tp.woke = t.since_rest_secs.is_some_and(|x| x <= interval) && t.at_rest_secs.is_none();
     let limit = quota.unwrap_or(u64::MAX);
-
-    // Prefetch: a working tenant whose working set is out on the tier, within its room:
-    // one just woken, or a steep one faulting (every page out there will be touched; a
-    // skewed tenant's pages out there are its tail, and reading them back would only
-    // push out what others touch).
-    let woke = t.since_rest_secs.is_some_and(|x| x <= window);
-    // A quota is filled to its margin at most ([`moves::prefetch_room`]).
-    if s.working && (woke || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
-        let want = s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64;
-        let room = moves::prefetch_room(quota, t.dram)
-            .min(want.saturating_sub(t.dram))
-            .min((k.prefetch_rate as f64 * interval) as u64);
-        // Scattered regions only where a read is quick (a green tier: hundreds of
-        // thousands of reads a second to spare); on a slow device they queue ahead of
-        // the demand faults of everyone.
-        let spare_reads = snap
-            .tier
-            .read_latency_us
-            .is_none_or(|us| crate::health::tier_read_latency(us) == crate::health::Colour::Green);
-        tp.prefetch = moves::prefetch(t, window, room, spare_reads);
-        if !tp.prefetch.is_empty() {
-            tp.reason += &format!("; prefetching {} regions", tp.prefetch.len());
-        }
+    tp.prefetch = prefetch;
+    if !tp.prefetch.is_empty() {
+        tp.reason += &format!("; prefetching {} regions", tp.prefetch.len());
     }
     let rate = (k.demote_rate as f64 * interval) as u64;
     // Demotion: whole regions ahead of a cut (coldest first), and under one shared limit
@@ -565,6 +606,50 @@ mod tests {
         assert!(!demoted("busy").is_empty(), "{:?}", p.tenants[0].reason);
         assert!(demoted("busy").iter().all(|r| r.start >= 128 << 21), "only what it left idle");
         assert_eq!(demoted("sleepy"), Vec::new(), "nothing of the resting tenant: {}", p.tenants[1].reason);
+    }
+
+    #[test]
+    fn a_wake_up_on_a_full_host_has_the_room_its_prefetch_takes_made_first_even_on_a_slow_tier() {
+        // 992 MiB held of 1 GiB; busy left 704 MiB idle for 200 s.
+        let mut busy = working("busy", GIB, 256 * MIB, 960 * MIB, 0.0);
+        busy.regions = (0..480).map(|i| region(i, if i < 128 { 1.0 } else { 200.0 }, 2 * MIB, 0, false)).collect();
+        for r in busy.regions.iter_mut().skip(128) {
+            r.cold_samples = 2;
+        }
+        // sleepy just woke: 16 regions of its working set held (idle through its rest),
+        // 48 out on the tier in runs.
+        let mut sleepy = working("sleepy", 512 * MIB, 128 * MIB, 32 * MIB, 0.9);
+        sleepy.since_rest_secs = Some(1.0);
+        sleepy.rest_began_secs = Some(100.0);
+        sleepy.tier_faults_per_sec = 3000.0;
+        sleepy.regions = (1000..1064)
+            .map(|i| {
+                let held = i < 1016;
+                let mut r = region(i, 90.0, if held { 2 * MIB } else { 0 }, if held { 0 } else { 2 * MIB }, !held);
+                r.cold_samples = 2;
+                r
+            })
+            .collect();
+        let demoted_for = |snap: &Snapshot| -> (u64, Vec<Range>, usize) {
+            let p = plan(snap, &K);
+            let busy = &p.tenants[0];
+            assert!(busy.demote.iter().all(|r| r.start >= 128 << 21), "only what it left idle: {}", busy.reason);
+            (busy.demote.len() as u64 * 2 * MIB, p.tenants[1].demote.clone(), p.tenants[1].prefetch.len())
+        };
+        let mut slow = snap_of(GIB, vec![busy.clone(), sleepy.clone()]);
+        slow.tier.read_latency_us = Some(900.0);
+        for snap in [snap_of(GIB, vec![busy.clone(), sleepy.clone()]), slow.clone()] {
+            let (room, own, prefetch) = demoted_for(&snap);
+            assert_eq!(prefetch, 48, "its working set on the tier comes back");
+            // What the 96 MiB read back takes past the limit's 64 MiB margin, at least.
+            assert!(room >= 96 * MIB, "room made ahead of the prefetch: {} MiB", room / MIB);
+            assert_eq!(own, Vec::new(), "never its own working set, however long it lay idle");
+        }
+        // At rest, on the slow tier, nothing is read back and nothing written ahead.
+        sleepy.since_rest_secs = None;
+        sleepy.at_rest_secs = Some(30.0);
+        slow.tenants[1] = sleepy;
+        assert_eq!(demoted_for(&slow).0, 0);
     }
 
     #[test]

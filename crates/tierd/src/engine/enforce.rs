@@ -5,22 +5,27 @@ use tierd_core::policy::moves::prefetch_room;
 
 impl Engine {
     /// Carries out a plan: the group limit, then quotas (lowered ones first, so the
-    /// group never needs more than it has), then page moves.
+    /// group never needs more than it has), then page moves: the demotions of those
+    /// that prefetch nothing before the prefetches, whose reads then reclaim the clean
+    /// pages those demotions left in the swap cache instead of writing a page for each.
     pub(super) fn enforce(&mut self, plan: &Plan) {
         self.set_group_limits(plan);
         self.record_notes(plan);
         let now = now_secs();
-        let mut order: Vec<&TenantPlan> = plan.tenants.iter().collect();
-        order.sort_by_key(|p| {
-            p.quota.unwrap_or(u64::MAX) as i128
-                - self.tenants.get(&p.name).and_then(|t| t.quota).unwrap_or(u64::MAX) as i128
-        });
+        let order = move_order(plan, |name| self.tenants.get(name).and_then(|t| t.quota));
         let woken: Vec<&TenantPlan> = plan.tenants.iter().filter(|tp| tp.woke).collect();
         if woken.is_empty() {
             for tp in order {
                 self.apply(tp, now, "", None);
             }
             return;
+        }
+        // Room ahead of the woken: the neighbours' demotions that come with no cut.
+        let mut ahead = Vec::new();
+        for tp in order.iter().copied() {
+            if !tp.woke && tp.prefetch.is_empty() && !tp.demote.is_empty() && self.falling(tp) == Some(false) {
+                ahead.push((tp, self.moves(tp)));
+            }
         }
         // A tenant waking up goes first, with as much of its prefetch as the DRAM no
         // tenant holds takes, less the margin every prefetch leaves below its limit. Its
@@ -61,9 +66,12 @@ impl Engine {
         for (tp, early) in cuts.iter().zip(early) {
             self.apply(tp, now, "", Some(Cut { early, limit: limits.next() }));
         }
+        for (tp, early) in ahead.iter().cloned() {
+            self.apply(tp, now, "", Some(Cut { early, limit: None }));
+        }
         // The rest; for the woken, what is left of their prefetch.
         for tp in order {
-            if cuts.iter().any(|c| c.name == tp.name) {
+            if cuts.iter().chain(ahead.iter().map(|a| &a.0)).any(|c| c.name == tp.name) {
                 continue;
             }
             let mut rest = tp.clone();
@@ -415,6 +423,18 @@ pub(super) struct Cut {
     limit: Option<(Result<(), tierd_sys::cgroup::CgroupError>, f64)>,
 }
 
+/// The order tenants' plans are carried out in: quotas that fall most first (the group
+/// never needs more than it has), and among the rest those that prefetch last, after
+/// the demotions that make their room. `quota_now`: a tenant's quota in force.
+pub(super) fn move_order(plan: &Plan, quota_now: impl Fn(&TenantName) -> Option<u64>) -> Vec<&TenantPlan> {
+    let mut order: Vec<&TenantPlan> = plan.tenants.iter().collect();
+    order.sort_by_key(|p| {
+        let rise = p.quota.unwrap_or(u64::MAX) as i128 - quota_now(&p.name).unwrap_or(u64::MAX) as i128;
+        (rise, !p.prefetch.is_empty())
+    });
+    order
+}
+
 /// Whether a quota moving from `now` to `planned` is a change worth writing, and
 /// whether it falls.
 pub(super) fn quota_change(now: Option<u64>, planned: Option<u64>) -> (bool, bool) {
@@ -462,5 +482,28 @@ mod tests {
         let mut room = 5 << 20;
         assert_eq!(take_within(&[r(0), r(2 << 20), r(4 << 20)], &mut room), vec![r(0), r(2 << 20)]);
         assert_eq!(room, 1 << 20);
+    }
+
+    #[test]
+    fn falling_quotas_go_first_and_prefetches_after_the_demotions_that_make_their_room() {
+        let r = Range { pid: 1, start: 0, len: 2 << 20 };
+        let tp = |name: &str, quota: Option<u64>, prefetch: bool, demote: bool| {
+            let mut tp = TenantPlan::quota_only(name.parse().unwrap(), quota, String::new());
+            tp.prefetch = if prefetch { vec![r] } else { Vec::new() };
+            tp.demote = if demote { vec![r] } else { Vec::new() };
+            tp
+        };
+        let plan = Plan {
+            group_limit: None,
+            tenants: vec![
+                tp("woken", None, true, false),
+                tp("busy", None, false, true),
+                tp("cut", Some(64), false, true),
+            ],
+            notes: Vec::new(),
+        };
+        let now = |name: &TenantName| (name.as_str() == "cut").then_some(128);
+        let names: Vec<&str> = move_order(&plan, now).iter().map(|tp| tp.name.as_str()).collect();
+        assert_eq!(names, ["cut", "busy", "woken"]);
     }
 }
