@@ -81,20 +81,46 @@ pub fn prefetch(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
     read_in(proc, pidfd, &ranges, 0, None)
 }
 
-/// Prefetches the swapped pages within the given ranges, asking for no more once
-/// `until` has passed (the rest is left for the next interval).
-pub fn prefetch_ranges(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], until: Option<Instant>) -> Moved {
-    let Ok(pm) = Pagemap::open(proc.root(), pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
+/// A prefetch of given ranges: what moved, and how many of the ranges (in the order
+/// asked) it read before its time ran out; the rest are for the next pass.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prefetched {
+    pub moved: Moved,
+    pub reached: usize,
+}
+
+/// Prefetches the swapped pages within the given ranges, in order, asking for no more
+/// once `until` has passed.
+pub fn prefetch_ranges(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], until: Option<Instant>) -> Prefetched {
+    let Ok(pm) = Pagemap::open(proc.root(), pidfd.pid()) else {
+        return Prefetched { moved: Moved { scan_errors: 1, ..Moved::default() }, reached: 0 };
+    };
     let mut swapped = Vec::new();
+    let mut per_range = Vec::with_capacity(ranges.len());
     let mut errors = 0;
     for &(start, len) in ranges {
+        let before = swapped.len();
         match pm.scan(start, start + len) {
             Ok(r) => swapped.extend(r.into_iter().filter(|r| r.categories & PAGE_IS_SWAPPED != 0)),
             Err(_) => errors += 1,
         }
+        per_range.push(swapped[before..].iter().map(|r| r.end - r.start).sum::<u64>());
     }
-    let (ranges, _) = runs(&swapped, PAGE_IS_SWAPPED, u64::MAX);
-    read_in(proc, pidfd, &ranges, errors, until)
+    let (runs, _) = runs(&swapped, PAGE_IS_SWAPPED, u64::MAX);
+    let moved = read_in(proc, pidfd, &runs, errors, until);
+    Prefetched { reached: covered(&per_range, moved.bytes), moved }
+}
+
+/// How many leading ranges, of `per_range` bytes each, `read` bytes cover.
+fn covered(per_range: &[u64], read: u64) -> usize {
+    let mut total = 0;
+    per_range
+        .iter()
+        .take_while(|&&b| {
+            total += b;
+            total <= read
+        })
+        .count()
 }
 
 /// `MADV_WILLNEED` on `ranges`, then a read of them through `/proc/PID/mem`, which maps
@@ -329,6 +355,15 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefetch_cut_short_counts_only_the_ranges_it_read_whole() {
+        // 4 KiB swapped, nothing, 8 KiB, 4 KiB: 12 KiB read covers three.
+        assert_eq!(covered(&[4096, 0, 8192, 4096], 12288), 3);
+        assert_eq!(covered(&[4096, 0, 8192, 4096], 8192), 2);
+        assert_eq!(covered(&[4096, 8192], 0), 0);
+        assert_eq!(covered(&[0, 0], 0), 2, "nothing to read is read");
+    }
 
     fn region(start: u64, end: u64, categories: u64) -> PageRegion {
         PageRegion { start, end, categories }
