@@ -268,10 +268,11 @@ impl Engine {
         let (moved, secs) = mover::timed(|| self.carry_out_moves(tp));
         warn_if_slow(&mut self.events, Some(tp.name.as_str()), secs, || {
             format!(
-                "page moves ({} demote, {} prefetch, {} collapse ranges)",
+                "page moves ({} demote, {} prefetch, {} collapse, {} relayout ranges)",
                 tp.demote.len(),
                 tp.prefetch.len(),
-                tp.collapse.len()
+                tp.collapse.len(),
+                tp.relayout.len()
             )
         });
         moved
