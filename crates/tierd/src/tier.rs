@@ -237,6 +237,12 @@ impl Drop for Undo {
 }
 
 impl Tier {
+    /// A tier as the engine sees one, never set up: for the engine's fixture tests.
+    #[cfg(test)]
+    pub(crate) fn unset(record: TierRecord, disk: &str, device_number: (u32, u32)) -> Tier {
+        Tier { record, disk: Some(disk.to_string()), device_number: Some(device_number), clear_because: None }
+    }
+
     /// Sets up the tier described by `cfg`, or adopts the one `previous` left active.
     /// `need` is DRAM budget × ratio: the least the tier must hold.
     pub fn setup(

@@ -512,3 +512,65 @@ mod tests {
         assert_eq!(names, ["cut", "busy", "woken"]);
     }
 }
+
+/// The policy's cuts at a tier the kernel says fails writes, through both of the
+/// engine's paths (a pass with a wake-up writes its cuts on a thread of their own).
+#[cfg(test)]
+mod failing_tier {
+    use std::sync::Arc;
+
+    use super::super::fixture::{self, FakeCgroups, Write};
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+    const DB: &str = "tierd/tenants/db";
+    const TIER_WRITE_FAILED: &str = "3,812,9912345,-;Write-error on swap-device (7:0:20480)\n";
+
+    /// Carries out a plan cutting tenant db from 512 to 256 MiB, beside tenant web,
+    /// woken or not, on an engine reading `kernel_log`.
+    fn cut_db(kernel_log: &str, web_woke: bool) -> (Arc<FakeCgroups>, Engine) {
+        let dir = tempfile::tempdir().unwrap();
+        let cg = Arc::new(FakeCgroups::default());
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, kernel_log);
+        fixture::add_tenant(&mut e, "db", Some(512 * MIB), 400 * MIB);
+        fixture::add_tenant(&mut e, "web", None, 100 * MIB);
+        let mut web = TenantPlan::quota_only("web".parse().unwrap(), None, "woke up".into());
+        web.woke = web_woke;
+        let db = TenantPlan::quota_only("db".parse().unwrap(), Some(256 * MIB), "resting".into());
+        e.enforce(&Plan { group_limit: None, tenants: vec![db, web], notes: Vec::new() });
+        (cg, e)
+    }
+
+    fn quota(e: &Engine, name: &str) -> Option<u64> {
+        e.tenants[&name.parse::<TenantName>().unwrap()].quota
+    }
+
+    #[test]
+    fn a_cut_is_written_while_the_tier_is_well() {
+        for woke in [false, true] {
+            let (cg, e) = cut_db("", woke);
+            assert_eq!(cg.limits_of(DB), [Some(256 * MIB)], "woke {woke}");
+            assert_eq!(quota(&e, "db"), Some(256 * MIB));
+        }
+    }
+
+    #[test]
+    fn a_cut_is_not_written_once_the_kernel_says_the_tier_fails_writes() {
+        for woke in [false, true] {
+            let (cg, e) = cut_db(TIER_WRITE_FAILED, woke);
+            assert!(
+                cg.limits_of(DB).is_empty(),
+                "woke {woke}: a limit write would wait on reclaim retrying the writes"
+            );
+            assert_eq!(quota(&e, "db"), Some(512 * MIB), "woke {woke}");
+            let said: Vec<String> = e.events.recent(50).into_iter().map(|ev| ev.message).collect();
+            assert!(
+                said.iter()
+                    .any(|m| m == "quota stays 512 MiB: the tier device is failing, so the cut to 256 MiB is not made"),
+                "woke {woke}: {said:?}"
+            );
+            let writes = cg.writes.lock().unwrap();
+            assert!(writes.contains(&Write::OffSwap(DB.into())), "woke {woke}: every tenant is kept off the tier");
+        }
+    }
+}

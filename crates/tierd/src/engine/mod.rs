@@ -16,6 +16,8 @@
 
 mod adopt;
 mod enforce;
+#[cfg(test)]
+mod fixture;
 mod lifecycle;
 mod measure;
 mod status;

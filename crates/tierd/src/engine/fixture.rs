@@ -1,0 +1,152 @@
+//! An engine over fakes, for tests of its stages: a memory controller that records
+//! what is written to it, a tier that was never set up, and a kernel log from a file.
+
+use std::sync::Mutex;
+
+use tierd_core::config::RawConfig;
+use tierd_sys::cgroup::{CgroupError, MemoryStats, Settings, Version};
+
+use super::*;
+use crate::tier::{Backing, TierRecord};
+
+/// The tier's device number in the fixture's kernel log.
+pub const TIER_DEV: (u32, u32) = (7, 0);
+
+/// A write the engine made to a cgroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    Limit(String, Option<u64>),
+    OffSwap(String),
+}
+
+/// A memory controller whose every cgroup reads `usage` and accepts every write.
+#[derive(Debug, Default)]
+pub struct FakeCgroups {
+    pub writes: Mutex<Vec<Write>>,
+    pub usage: u64,
+    base: PathBuf,
+}
+
+impl FakeCgroups {
+    /// The limits written to cgroup `rel`, in order.
+    pub fn limits_of(&self, rel: &str) -> Vec<Option<u64>> {
+        let writes = self.writes.lock().unwrap();
+        writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Limit(r, l) if r == rel => Some(*l),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn record(&self, w: Write) -> Result<(), CgroupError> {
+        self.writes.lock().unwrap().push(w);
+        Ok(())
+    }
+}
+
+impl MemoryController for FakeCgroups {
+    fn version(&self) -> Version {
+        Version::V1
+    }
+    fn base(&self) -> &Path {
+        &self.base
+    }
+    fn create(&self, _rel: &str, _at_limit: AtLimit) -> Result<(), CgroupError> {
+        Ok(())
+    }
+    fn remove(&self, _rel: &str) -> Result<(), CgroupError> {
+        Ok(())
+    }
+    fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
+        self.record(Write::Limit(rel.to_string(), limit))
+    }
+    fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
+        self.record(Write::OffSwap(rel.to_string()))
+    }
+    fn stats(&self, _rel: &str) -> Result<MemoryStats, CgroupError> {
+        Ok(MemoryStats { usage: self.usage, anon: self.usage, ..MemoryStats::default() })
+    }
+    fn reclaim(&self, _rel: &str, _bytes: u64) -> Result<u64, CgroupError> {
+        Ok(0)
+    }
+    fn procs(&self, _rel: &str) -> Result<Vec<u32>, CgroupError> {
+        Ok(Vec::new())
+    }
+    fn allow_adoption(&mut self, _roots: &[String]) {}
+    fn settings(&self, _rel: &str) -> Result<Settings, CgroupError> {
+        Ok(Settings::new())
+    }
+    fn dir(&self, rel: &str) -> Result<PathBuf, CgroupError> {
+        Ok(self.base.join(rel))
+    }
+    fn add_proc(&self, _rel: &str, _pid: u32) -> Result<(), CgroupError> {
+        Ok(())
+    }
+    fn own(&self) -> &str {
+        "/"
+    }
+}
+
+/// An engine of the `tierd` policy with a 1 GiB budget over `cg`, a tier on
+/// [`TIER_DEV`] and a kernel log reading `kernel_log` (records as `/dev/kmsg` gives
+/// them); its state lives in `dir`.
+pub fn engine(dir: &Path, cg: Arc<FakeCgroups>, kernel_log: &str) -> Engine {
+    let raw = RawConfig::from_toml(&format!(
+        "dram_budget = \"1G\"\ninterval = \"1s\"\nstate_dir = \"{}\"\n",
+        dir.join("state").display()
+    ))
+    .expect("fixture config parses");
+    let cfg = raw.validate(24 << 30).expect("fixture config is valid");
+    let log_path = dir.join("kmsg");
+    std::fs::write(&log_path, kernel_log).expect("fixture kernel log written");
+    Engine {
+        proc: ProcFs::new(dir.join("proc")),
+        cg,
+        tier: Some(tier(dir)),
+        tenants: BTreeMap::new(),
+        events: Events::default(),
+        group_limit: None,
+        group_protected: None,
+        io_prev: None,
+        tier_view: TierView::default(),
+        self_cpu_percent: 0.0,
+        notes: Vec::new(),
+        note_kinds: Vec::new(),
+        history: History::default(),
+        started: Instant::now(),
+        http_address: None,
+        tier_room_warned: false,
+        relayout_until: Instant::now(),
+        last_snapshot: None,
+        watch_disk: None,
+        watch_read_us: 80.0,
+        kernel_log: Some(tierd_sys::kmsg::KernelLog::open(&log_path).expect("fixture kernel log opens")),
+        tier_faults: TierFaults::default(),
+        _lock: File::create(dir.join("lock")).expect("fixture lock file"),
+        cfg,
+    }
+}
+
+fn tier(dir: &Path) -> Tier {
+    let record = TierRecord {
+        path: dir.join("tier"),
+        swap_path: dir.join("tier"),
+        backing: Backing::File,
+        created_file: false,
+        size: 4 << 30,
+        priority: 10,
+        crypt: None,
+    };
+    Tier::unset(record, "loop0", TIER_DEV)
+}
+
+/// Adds a running tenant holding `dram` under `quota`, with no processes.
+pub fn add_tenant(engine: &mut Engine, name: &str, quota: Option<u64>, dram: u64) {
+    let name = TenantName::new(name).expect("fixture tenant name");
+    let mut t = Tenant::new(TenantSpec::new(name.clone()), Vec::new());
+    t.quota = quota;
+    t.measure.dram = dram;
+    engine.tenants.insert(name, t);
+}
