@@ -101,32 +101,9 @@ pub fn engine(dir: &Path, cg: Arc<FakeCgroups>, kernel_log: &str) -> Engine {
     let cfg = raw.validate(24 << 30).expect("fixture config is valid");
     let log_path = dir.join("kmsg");
     std::fs::write(&log_path, kernel_log).expect("fixture kernel log written");
-    Engine {
-        proc: ProcFs::new(dir.join("proc")),
-        cg,
-        tier: Some(tier(dir)),
-        tenants: BTreeMap::new(),
-        events: Events::default(),
-        group_limit: None,
-        group_protected: None,
-        io_prev: None,
-        tier_view: TierView::default(),
-        self_cpu_percent: 0.0,
-        notes: Vec::new(),
-        note_kinds: Vec::new(),
-        history: History::default(),
-        started: Instant::now(),
-        http_address: None,
-        tier_room_warned: false,
-        relayout_until: Instant::now(),
-        last_snapshot: None,
-        watch_disk: None,
-        watch_read_us: 80.0,
-        kernel_log: Some(tierd_sys::kmsg::KernelLog::open(&log_path).expect("fixture kernel log opens")),
-        tier_faults: TierFaults::default(),
-        _lock: File::create(dir.join("lock")).expect("fixture lock file"),
-        cfg,
-    }
+    let kernel_log = tierd_sys::kmsg::KernelLog::open(&log_path).expect("fixture kernel log opens");
+    let lock = File::create(dir.join("lock")).expect("fixture lock file");
+    Engine::assemble(cfg, ProcFs::new(dir.join("proc")), cg, Some(tier(dir)), Events::default(), Some(kernel_log), lock)
 }
 
 fn tier(dir: &Path) -> Tier {

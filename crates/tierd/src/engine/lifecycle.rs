@@ -48,33 +48,7 @@ impl Engine {
             ),
         );
 
-        let mut engine = Engine {
-            cfg,
-            proc,
-
-            cg: cg.into(),
-            tier: Some(tier),
-            tenants: BTreeMap::new(),
-            events,
-            group_limit: None,
-            io_prev: None,
-            group_protected: None,
-            tier_view: TierView::default(),
-            self_cpu_percent: 0.0,
-            notes: Vec::new(),
-            note_kinds: Vec::new(),
-            history: History::default(),
-            started: Instant::now(),
-            http_address: None,
-            tier_room_warned: false,
-            relayout_until: Instant::now(),
-            last_snapshot: None,
-            watch_disk: None,
-            watch_read_us: 80.0,
-            kernel_log,
-            tier_faults: TierFaults::default(),
-            _lock: lock,
-        };
+        let mut engine = Engine::assemble(cfg, proc, cg.into(), Some(tier), events, kernel_log, lock);
         crate::crash_point!("start");
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
         engine.create_subtree()?;

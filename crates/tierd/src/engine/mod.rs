@@ -120,6 +120,44 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine over its parts, with no tenant and nothing measured yet.
+    fn assemble(
+        cfg: Config,
+        proc: ProcFs,
+        cg: Arc<dyn MemoryController>,
+        tier: Option<Tier>,
+        events: Events,
+        kernel_log: Option<tierd_sys::kmsg::KernelLog>,
+        lock: File,
+    ) -> Engine {
+        Engine {
+            cfg,
+            proc,
+            cg,
+            tier,
+            tenants: BTreeMap::new(),
+            events,
+            group_limit: None,
+            io_prev: None,
+            group_protected: None,
+            tier_view: TierView::default(),
+            self_cpu_percent: 0.0,
+            notes: Vec::new(),
+            note_kinds: Vec::new(),
+            history: History::default(),
+            started: Instant::now(),
+            http_address: None,
+            tier_room_warned: false,
+            relayout_until: Instant::now(),
+            last_snapshot: None,
+            watch_disk: None,
+            watch_read_us: 80.0,
+            kernel_log,
+            tier_faults: TierFaults::default(),
+            _lock: lock,
+        }
+    }
+
     fn root_rel(&self) -> String {
         self.cfg.cgroup_name.clone()
     }
