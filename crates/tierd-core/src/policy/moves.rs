@@ -79,7 +79,7 @@ pub fn prefetch_room(limit: Option<u64>, charged: u64) -> u64 {
 /// tier has reads to spare: a scattered region costs a read a page, as demand faults
 /// would, and floods a slow device's queue ahead of them), the most recently reused;
 /// up to `room` bytes read back.
-pub fn prefetch(t: &TenantView, window: f64, room: u64, scattered: bool) -> Vec<Range> {
+pub fn prefetch(t: &TenantView, window: f64, room: u64, scattered: bool) -> Prefetch {
     let mut hot: Vec<&Region> =
         working_set(t, window).filter(|r| r.tier_bytes > 0 && (r.laid_out || scattered)).collect();
     by_recent_reuse(&mut hot);
@@ -93,7 +93,14 @@ pub fn prefetch(t: &TenantView, window: f64, room: u64, scattered: bool) -> Vec<
         total += r.tier_bytes;
         out.push(r.range);
     }
-    out
+    Prefetch { ranges: out, tier_bytes: total }
+}
+
+/// Regions to read back, and the bytes of them on the tier (the DRAM they will take).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prefetch {
+    pub ranges: Vec<Range>,
+    pub tier_bytes: u64,
 }
 
 /// Regions to demote whole: those holding DRAM, idle at least `min_idle` seconds with
@@ -194,9 +201,9 @@ mod tests {
         ]);
         t.at_rest_secs = None;
         t.since_rest_secs = Some(1.0);
-        let p: Vec<u64> = prefetch(&t, 30.0, 4 * MIB, true).iter().map(|r| r.start >> 21).collect();
+        let p: Vec<u64> = prefetch(&t, 30.0, 4 * MIB, true).ranges.iter().map(|r| r.start >> 21).collect();
         assert_eq!(p, [1, 0], "the laid-out region, then the most recently reused one");
-        let p: Vec<u64> = prefetch(&t, 30.0, 4 * MIB, false).iter().map(|r| r.start >> 21).collect();
+        let p: Vec<u64> = prefetch(&t, 30.0, 4 * MIB, false).ranges.iter().map(|r| r.start >> 21).collect();
         assert_eq!(p, [1], "a busy or slow tier reads runs only");
         assert!((laid_out_share(&t, 30.0) - 1.0 / 3.0).abs() < 1e-9);
     }

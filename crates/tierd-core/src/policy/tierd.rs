@@ -20,6 +20,7 @@
 use crate::plan::{Note, Plan, TenantPlan};
 use crate::policy::allocate::{Claim, allocate};
 use crate::policy::curve::{Curve, fault_secs};
+use crate::policy::moves::Prefetch;
 use crate::policy::{Knobs, MIN_QUOTA, moves};
 use crate::size::human;
 use crate::snapshot::{Range, Region, Snapshot, TenantView};
@@ -57,6 +58,13 @@ struct State<'a> {
     /// worth (weighted work a second).
     kept: u64,
     keep_value: f64,
+}
+
+impl State<'_> {
+    /// Whether it woke from a rest within the last `secs`.
+    fn woke_within(&self, secs: f64) -> bool {
+        self.view.since_rest_secs.is_some_and(|x| x <= secs)
+    }
 }
 
 /// How DRAM is divided this pass.
@@ -214,8 +222,8 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
         notes.push(r.clone());
     }
     let quotas = quotas_in(mode, &states, &parts);
-    let prefetches: Vec<Vec<Range>> = states.iter().zip(&quotas).map(|(s, &q)| prefetch_of(s, q, snap, k)).collect();
-    let incoming = states.iter().zip(&prefetches).map(|(s, p)| tier_bytes_in(s.view, p)).sum();
+    let prefetches: Vec<Prefetch> = states.iter().zip(&quotas).map(|(s, &q)| prefetch_of(s, q, snap, k)).collect();
+    let incoming = prefetches.iter().map(|p| p.tier_bytes).sum();
     let free = free_room(snap, k, mode, throttled.is_some(), incoming);
     let window = snap.window_secs.max(snap.interval_secs);
     let per_tenant = (k.demote_rate as f64 * snap.interval_secs) as u64;
@@ -270,11 +278,6 @@ fn free_room(snap: &Snapshot, k: &Knobs, mode: Mode, throttled: bool, incoming: 
     after.saturating_sub(want).max(forced)
 }
 
-/// Bytes the ranges `picked` from a tenant's regions hold on the tier.
-fn tier_bytes_in(t: &TenantView, picked: &[Range]) -> u64 {
-    t.regions.iter().filter(|r| picked.contains(&r.range)).map(|r| r.tier_bytes).sum()
-}
-
 /// Per tenant, the regions that make `free` bytes of room ahead of the kernel's
 /// reclaim: only what the LRU would give up first anyway, the host's coldest first. A
 /// region qualifies when it was seen idle a window (a sample of it stayed out) and is
@@ -286,10 +289,10 @@ fn room_demotions(states: &[State], free: u64, window: f64, per_tenant: u64) -> 
     for (i, s) in states.iter().enumerate() {
         // Resting or just woken, its working set is what it touches next, however long
         // it lay idle.
-        let woke = s.view.since_rest_secs.is_some_and(|x| x <= window);
-        let ws: Vec<Range> = match s.working && !woke {
-            true => Vec::new(),
-            false => moves::working_set(s.view, window).map(|r| r.range).collect(),
+        let ws: Vec<Range> = if s.working && !s.woke_within(window) {
+            Vec::new()
+        } else {
+            moves::working_set(s.view, window).map(|r| r.range).collect()
         };
         let candidates = moves::coldest(&s.view.regions, window, 1, u64::MAX);
         cold.extend(
@@ -352,12 +355,11 @@ fn reason(s: &State, quota: Option<u64>, window: f64) -> String {
 /// set is out on the tier, within its room: one just woken, or a steep one faulting
 /// (every page out there will be touched; a skewed tenant's pages out there are its
 /// tail, and reading them back would only push out what others touch).
-fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Vec<Range> {
+fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Prefetch {
     let t = s.view;
     let window = snap.window_secs.max(snap.interval_secs);
-    let woke = t.since_rest_secs.is_some_and(|x| x <= window);
-    if !s.working || !(woke || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
-        return Vec::new();
+    if !s.working || !(s.woke_within(window) || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
+        return Prefetch::default();
     }
     // A quota is filled to its margin at most ([`moves::prefetch_room`]).
     let want = s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64;
@@ -377,7 +379,7 @@ fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Vec
 fn tenant_plan(
     s: &State,
     quota: Option<u64>,
-    prefetch: Vec<Range>,
+    prefetch: Prefetch,
     snap: &Snapshot,
     k: &Knobs,
     room: Vec<Range>,
@@ -386,9 +388,9 @@ fn tenant_plan(
     let window = snap.window_secs.max(snap.interval_secs);
     let interval = snap.interval_secs;
     let mut tp = TenantPlan::quota_only(t.spec.name.clone(), quota, reason(s, quota, window));
-    tp.woke = t.since_rest_secs.is_some_and(|x| x <= interval) && t.at_rest_secs.is_none();
+    tp.woke = s.woke_within(interval) && t.at_rest_secs.is_none();
     let limit = quota.unwrap_or(u64::MAX);
-    tp.prefetch = prefetch;
+    tp.prefetch = prefetch.ranges;
     if !tp.prefetch.is_empty() {
         tp.reason += &format!("; prefetching {} regions", tp.prefetch.len());
     }
