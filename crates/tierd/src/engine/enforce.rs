@@ -64,10 +64,10 @@ impl Engine {
         });
         let mut limits = limits.into_iter();
         for (tp, early) in cuts.iter().zip(early) {
-            self.apply(tp, now, "", Some(Cut { early, limit: limits.next() }));
+            self.apply(tp, now, "", Some(Ahead { early, limit: limits.next() }));
         }
-        for (tp, early) in ahead.iter().cloned() {
-            self.apply(tp, now, "", Some(Cut { early, limit: None }));
+        for &(tp, early) in &ahead {
+            self.apply(tp, now, "", Some(Ahead { early, limit: None }));
         }
         // The rest; for the woken, what is left of their prefetch.
         for tp in order {
@@ -184,9 +184,8 @@ impl Engine {
     /// Carries out one tenant's plan: its quota (a falling one after its demotions, so
     /// the regions the plan chose reach the tier whole before the kernel reclaims
     /// page by page at the cut), then its page moves; logs what it did, with `note`.
-    /// A `cut` carried out already (demotions, then the limit written elsewhere) is
-    /// only recorded.
-    pub(super) fn apply(&mut self, tp: &TenantPlan, now: f64, note: &str, cut: Option<Cut>) {
+    /// Moves carried out `ahead` (and a limit written there) are only recorded.
+    pub(super) fn apply(&mut self, tp: &TenantPlan, now: f64, note: &str, ahead: Option<Ahead>) {
         let rel = self.tenant_rel(&tp.name);
         let Some(t) = self.tenants.get_mut(&tp.name) else { return };
         if !t.is_running() {
@@ -196,7 +195,7 @@ impl Engine {
         // reach the tier whole before the kernel reclaims page by page at the cut.
         let (changed, falling) = quota_change(t.limit_in_force(), tp.quota);
         let mut told = false;
-        let (early, limit) = match cut {
+        let (early, limit) = match ahead {
             Some(c) => (Some(c.early), c.limit),
             None => (falling.then(|| self.moves(tp)), None),
         };
@@ -420,10 +419,11 @@ impl MovesDone {
     }
 }
 
-/// A quota cut carried out ahead of its bookkeeping: the bytes its demotions moved
-/// (demoted, prefetched, collapsed) and how writing its limit went, in seconds (`None`:
-/// not written, the tier having failed the demotions' writes).
-pub(super) struct Cut {
+/// A plan's moves carried out ahead of its bookkeeping (a cut's demotions before its
+/// limit is written on a thread, a neighbour's before a woken tenant's prefetch): what
+/// they moved, and how a limit written there went, in seconds (`None`: not written
+/// there; `apply` writes it, or holds a falling one while the tier fails).
+pub(super) struct Ahead {
     early: MovesDone,
     limit: Option<(Result<(), tierd_sys::cgroup::CgroupError>, f64)>,
 }
