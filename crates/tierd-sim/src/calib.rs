@@ -79,6 +79,13 @@ pub const START_GAP_SECS: f64 = 0.2;
 /// so readahead follows slots, not addresses).
 pub const READAHEAD_PAGES: f64 = 8.0;
 
+/// What a tenant's cgroup is charged beyond its pages: its page tables (a 4 KiB table
+/// per 2 MiB mapped) and the rest of its process (heap, stacks, kernel objects). A
+/// workload of 512 MiB filled here: usage 2.06 MB above the region, 1.06 MiB of it
+/// page tables (2026-11-29, `memory.usage_in_bytes`, `VmPTE`).
+pub const PAGE_TABLE_SHARE: f64 = 1.0 / 512.0;
+pub const PROCESS_BYTES: f64 = 0.9 * (1u64 << 20) as f64;
+
 /// `MADV_PAGEOUT` from another process: ~2 GiB/s (DESIGN).
 pub const PAGEOUT_BYTES_PER_SEC: f64 = 2.0 * (1u64 << 30) as f64;
 /// A v1 limit written below usage reclaims in the write, 32 pages at a time: ~170 MiB/s

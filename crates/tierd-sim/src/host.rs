@@ -18,8 +18,8 @@ use std::collections::VecDeque;
 
 use crate::access::{Layout, PhaseKind, TenantModel};
 use crate::calib::{
-    CPUS, DT, FILL_PAGES_PER_CPU_SEC, LIMIT_RECLAIM_BYTES_PER_SEC, MAX_SCAN_RATIO, PAGE, RECLAIM_CPU_SECS,
-    RECLAIM_SCAN_SECS, RECLAIM_WAIT_SECS, START_GAP_SECS,
+    CPUS, DT, FILL_PAGES_PER_CPU_SEC, LIMIT_RECLAIM_BYTES_PER_SEC, MAX_SCAN_RATIO, PAGE, PAGE_TABLE_SHARE,
+    PROCESS_BYTES, RECLAIM_CPU_SECS, RECLAIM_SCAN_SECS, RECLAIM_WAIT_SECS, START_GAP_SECS,
 };
 use crate::device::{Device, Slow};
 use crate::memory::{ClassTotals, Memory, Touched};
@@ -138,8 +138,18 @@ impl Tenant {
         matches!(self.doing(now), Doing::Fill | Doing::Phase(PhaseKind::Active) | Doing::Phase(PhaseKind::Sweep))
     }
 
+    /// Pages its cgroup is charged: its own in DRAM and what rides on them.
     pub fn dram_pages(&self) -> f64 {
-        self.mem.dram_pages()
+        self.mem.dram_pages() + self.overhead_pages()
+    }
+
+    /// Pages charged beyond its own, which reclaim cannot free: page tables and the
+    /// rest of its process, once started.
+    fn overhead_pages(&self) -> f64 {
+        if self.started.is_none() && self.mem.allocated_pages() == 0.0 {
+            return 0.0;
+        }
+        PROCESS_BYTES / PAGE + self.mem.allocated_pages() * PAGE_TABLE_SHARE
     }
 
     /// Accesses per page of class `c`, and pages of it brought in untouched, over the
@@ -433,6 +443,7 @@ impl Host {
     /// fill the capacity. Returns the pages reclaim scans per page it frees: what it
     /// holds over what was not touched within T (touched pages are passed over).
     fn evict(&mut self, idx: &[usize], capacity: f64) -> f64 {
+        let capacity = capacity - idx.iter().map(|&i| self.tenants[i].overhead_pages()).sum::<f64>();
         let totals: Vec<Vec<ClassTotals>> = idx.iter().map(|&i| self.tenants[i].mem.totals()).collect();
         let held: f64 = totals.iter().flatten().map(|c| c.res + c.pref + c.out).sum();
         let mut left = held - capacity;

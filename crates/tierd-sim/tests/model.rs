@@ -46,6 +46,21 @@ fn a_uniform_hot_set_an_eighth_short_of_its_dram_runs_at_a_few_percent_of_dram()
 }
 
 #[test]
+fn a_limit_of_exactly_a_uniform_hot_set_thrashes_as_the_cgroup_is_charged_its_page_tables_too() {
+    // On the machine tenants at a quota of their 192 MiB hot set waited at it for
+    // reclaim: page tables and the rest of the process are charged beside the pages.
+    let run = |budget_mib| {
+        let p = point(budget_mib, 40.0, vec![tenant("t", 512, 256, &[(PhaseKind::Active, 40.0)])]);
+        let dram = simulate(&p, Mode::Dram, 1);
+        ops(&simulate(&p, Mode::Swap, 1).tenants[0].1, 20.0, 35.0) / ops(&dram.tenants[0].1, 20.0, 35.0)
+    };
+    let exact = run(256);
+    assert!(exact < 0.7, "{exact}");
+    let with_room = run(256 + 256 / 20);
+    assert!(with_room > 0.95, "{with_room}");
+}
+
+#[test]
 fn the_same_seed_gives_the_same_run_and_another_seed_another() {
     let p = point(
         1024,
