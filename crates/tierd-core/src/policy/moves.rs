@@ -59,8 +59,12 @@ fn within(regions: Vec<&Region>, budget: u64, bytes: impl Fn(&Region) -> u64) ->
         .collect()
 }
 
-/// Free room a prefetch leaves below a cgroup's limit: 16 MiB or a sixteenth of it.
-const PREFETCH_MARGIN: u64 = 16 << 20;
+/// Free room kept below a limit of `limit` bytes: 16 MiB or a sixteenth of it,
+/// whichever is more. A prefetch stops that far below a limit, and a wake of tasks
+/// waiting at one raises it that far above what the cgroup holds.
+pub fn limit_margin(limit: u64) -> u64 {
+    (16u64 << 20).max(limit / 16)
+}
 
 /// Bytes a whole-tenant prefetch may read back into a cgroup charged `charged` now
 /// under `limit`: up to the limit less a margin, so the tenant's own next charges find
@@ -69,7 +73,7 @@ const PREFETCH_MARGIN: u64 = 16 << 20;
 /// the tenant's own fault (a send from its memory, a read into it) fails at once.
 pub fn prefetch_room(limit: Option<u64>, charged: u64) -> u64 {
     match limit {
-        Some(l) => l.saturating_sub(PREFETCH_MARGIN.max(l / 16)).saturating_sub(charged),
+        Some(l) => l.saturating_sub(limit_margin(l)).saturating_sub(charged),
         None => u64::MAX,
     }
 }

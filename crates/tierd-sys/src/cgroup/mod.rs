@@ -42,20 +42,19 @@ pub enum Wake {
     /// A page above the limit: the least that wakes the waiters (a v1 group, whose
     /// raised limit is not written back: more would drift the budget up).
     Page,
-    /// Room above what the cgroup holds: 16 MiB or a sixteenth of it, whichever is more.
-    /// A wait means reclaim fails there, and a charge the kernel makes outside the task's
-    /// own fault would fail at once (v1: `ENOMEM`); the next quota write takes it back.
-    Room,
+    /// These bytes of room above what the cgroup holds (the policy's margin below a
+    /// limit). A wait means reclaim fails there, and a charge the kernel makes outside
+    /// the task's own fault would fail at once (v1: `ENOMEM`); the next quota write
+    /// takes it back.
+    Room(u64),
 }
 
 impl Wake {
-    const ROOM: u64 = 16 << 20;
-
     /// The new limit for a cgroup holding `held` under `limit`.
     pub fn limit(self, held: u64, limit: u64) -> u64 {
         match self {
             Wake::Page => limit.max(held) + 4096,
-            Wake::Room => held + Self::ROOM.max(held / 16),
+            Wake::Room(room) => held + room,
         }
     }
 }

@@ -324,8 +324,8 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         c.set_limit("tierd/db", Some(256 << 20)).unwrap();
         c.release_waiters("tierd/db", Wake::Page).unwrap();
         assert_eq!(c.stats("tierd/db").unwrap().limit, Some((256 << 20) + 4096), "raised by a page");
-        // Room above what it holds (the fixture's 3 MB): 16 MiB, a sixteenth being less.
-        assert_eq!(c.release_waiters("tierd/db", Wake::Room).unwrap(), Some(3_000_000 + (16 << 20)));
+        // The room asked for above what it holds (the fixture's 3 MB).
+        assert_eq!(c.release_waiters("tierd/db", Wake::Room(16 << 20)).unwrap(), Some(3_000_000 + (16 << 20)));
         assert_eq!(c.stats("tierd/db").unwrap().limit, Some(3_000_000 + (16 << 20)));
         c.set_oom_killer("tierd/db", true).unwrap();
         assert_eq!(std::fs::read_to_string(&oom).unwrap(), "0", "after the grace, the OOM killer may act");

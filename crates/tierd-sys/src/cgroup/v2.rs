@@ -308,10 +308,14 @@ mod tests {
         c.set_limit("tierd/db", Some(2_000_000)).unwrap();
         assert!(!c.waiting_at_limit("tierd/db").unwrap(), "over, but nobody throttled");
 
-        assert_eq!(c.release_waiters("tierd/db", Wake::Room).unwrap(), Some(3_000_000 + ROOM));
+        assert_eq!(c.release_waiters("tierd/db", Wake::Room(ROOM)).unwrap(), Some(3_000_000 + ROOM));
         assert_eq!(read(&c, "memory.high"), (3_000_000 + ROOM).to_string());
         std::fs::write(c.base().join("tierd/db/memory.max"), "4000000\n").unwrap();
-        assert_eq!(c.release_waiters("tierd/db", Wake::Room).unwrap(), Some(4_000_000), "room ends at the ceiling");
+        assert_eq!(
+            c.release_waiters("tierd/db", Wake::Room(ROOM)).unwrap(),
+            Some(4_000_000),
+            "room ends at the ceiling"
+        );
         c.set_oom_killer("tierd/db", true).unwrap();
         assert_eq!(read(&c, "memory.max"), "3000000", "pinned where it is: its next charge fails in its own cgroup");
     }

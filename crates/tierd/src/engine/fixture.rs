@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use tierd_core::config::RawConfig;
-use tierd_sys::cgroup::{CgroupError, MemoryStats, Settings, Version};
+use tierd_sys::cgroup::{CgroupError, MemoryStats, Settings, Version, Wake};
 
 use super::*;
 use crate::tier::{Backing, TierRecord};
@@ -17,14 +17,17 @@ pub const TIER_DEV: (u32, u32) = (7, 0);
 pub enum Write {
     Limit(String, Option<u64>),
     OffSwap(String),
+    Wake(String, Wake),
 }
 
-/// A memory controller whose every cgroup reads `usage` and accepts every write.
+/// A memory controller whose every cgroup reads `usage` and accepts every write, and
+/// in which the tasks of the cgroups in `waiting` wait at their limit.
 #[derive(Debug, Default)]
 pub struct FakeCgroups {
     pub writes: Mutex<Vec<Write>>,
     pub usage: u64,
-    base: PathBuf,
+    pub waiting: Vec<String>,
+    pub base: PathBuf,
 }
 
 impl FakeCgroups {
@@ -70,6 +73,13 @@ impl MemoryController for FakeCgroups {
     }
     fn reclaim(&self, _rel: &str, _bytes: u64) -> Result<u64, CgroupError> {
         Ok(0)
+    }
+    fn waiting_at_limit(&self, rel: &str) -> Result<bool, CgroupError> {
+        Ok(self.waiting.iter().any(|w| w == rel))
+    }
+    fn release_waiters(&self, rel: &str, wake: Wake) -> Result<Option<u64>, CgroupError> {
+        self.record(Write::Wake(rel.to_string(), wake))?;
+        Ok(Some(wake.limit(self.usage, self.usage)))
     }
     fn procs(&self, _rel: &str) -> Result<Vec<u32>, CgroupError> {
         Ok(Vec::new())

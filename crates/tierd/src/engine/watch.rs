@@ -2,6 +2,7 @@
 
 use super::*;
 use tierd_core::activity::Change;
+use tierd_core::policy::moves::limit_margin;
 
 impl Engine {
     /// Between intervals: wakes tasks waiting at a quota or at the group limit, their
@@ -22,7 +23,7 @@ impl Engine {
         let v2 = self.cg.version() == cgroup::Version::V2;
         if self.cg.waiting_at_limit(&group).unwrap_or(false) {
             // v1's group keeps a page: its raised limit is not written back (see below).
-            let wake = if v2 { cgroup::Wake::Room } else { cgroup::Wake::Page };
+            let wake = if v2 { cgroup::Wake::Room(limit_margin(self.cfg.dram_budget)) } else { cgroup::Wake::Page };
             match self.cg.release_waiters(&group, wake) {
                 // v2's room is recorded, so the next pass writes the planned limit back
                 // (v1's page is left: writing it back would reclaim where reclaim fails).
@@ -44,7 +45,7 @@ impl Engine {
             let msg = match step {
                 Step::Nothing => None,
                 // Once the OOM killer may act, a page: room would undo the pinned limit.
-                Step::Wake { log } => match self.cg.release_waiters(&rel, wake_for(&t.waits)) {
+                Step::Wake { log } => match self.cg.release_waiters(&rel, wake_for(&t.waits, t.measure.dram)) {
                     Ok(raised) => {
                         // Recorded apart from the quota, so the next pass writes the quota back.
                         t.room = raised.or(t.room);
@@ -136,10 +137,10 @@ impl Engine {
     }
 }
 
-/// How far a tenant's wake raises its limit: room, unless the OOM killer was let act
-/// on it (its limit pinned at what it holds, which room would undo).
-fn wake_for(waits: &tierd_core::waits::Waits) -> cgroup::Wake {
-    if waits.gave_up { cgroup::Wake::Page } else { cgroup::Wake::Room }
+/// How far the wake of a tenant holding `held` raises its limit: room, unless the OOM
+/// killer was let act on it (its limit pinned at what it holds, which room would undo).
+fn wake_for(waits: &tierd_core::waits::Waits, held: u64) -> cgroup::Wake {
+    if waits.gave_up { cgroup::Wake::Page } else { cgroup::Wake::Room(limit_margin(held)) }
 }
 
 /// What a woken tenant's event says: v2 throttled it, v1 let it wait (and would have killed it).
@@ -185,8 +186,66 @@ mod tests {
     #[test]
     fn a_tenant_left_to_the_oom_killer_gets_a_page_not_room() {
         let mut w = tierd_core::waits::Waits::default();
-        assert_eq!(wake_for(&w), cgroup::Wake::Room);
+        assert_eq!(wake_for(&w, 64 << 20), cgroup::Wake::Room(16 << 20));
+        assert_eq!(wake_for(&w, 1 << 30), cgroup::Wake::Room(64 << 20), "a sixteenth of a large group");
         w.gave_up = true;
-        assert_eq!(wake_for(&w), cgroup::Wake::Page);
+        assert_eq!(wake_for(&w, 1 << 30), cgroup::Wake::Page);
+    }
+}
+
+/// Tasks waiting at a limit, through the engine's watch over a fake memory controller.
+#[cfg(test)]
+mod waiters {
+    use std::sync::Arc;
+
+    use super::super::fixture::{self, FakeCgroups, Write};
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+    const DB: &str = "tierd/tenants/db";
+
+    /// An engine with tenant db holding 64 MiB under a 64 MiB quota and web holding
+    /// 32 MiB with none, where the tasks of the cgroups in `waiting` wait at their limit.
+    fn engine(waiting: &[&str]) -> (Arc<FakeCgroups>, Engine) {
+        let dir = tempfile::tempdir().unwrap();
+        let waiting = waiting.iter().map(|w| w.to_string()).collect();
+        let cg = Arc::new(FakeCgroups { usage: 64 * MIB, waiting, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        fixture::add_tenant(&mut e, "db", Some(64 * MIB), 64 * MIB);
+        fixture::add_tenant(&mut e, "web", None, 32 * MIB);
+        (cg, e)
+    }
+
+    #[test]
+    fn a_tenant_waiting_at_its_quota_gets_the_margin_above_what_it_holds_and_is_named() {
+        let (cg, mut e) = engine(&[DB]);
+        e.release_waiters();
+        assert_eq!(*cg.writes.lock().unwrap(), [Write::Wake(DB.into(), cgroup::Wake::Room(16 * MIB))]);
+        let db = &e.tenants[&"db".parse::<TenantName>().unwrap()];
+        assert_eq!(db.room, Some(80 * MIB), "recorded apart from the quota, which the next pass writes back");
+        assert_eq!(db.quota, Some(64 * MIB));
+        let said: Vec<String> = e.events.recent(10).into_iter().map(|ev| ev.message).collect();
+        assert!(
+            said.iter()
+                .any(|m| m.starts_with("waited at its quota 64 MiB") && m.ends_with("room up to 80 MiB at once")),
+            "{said:?}"
+        );
+    }
+
+    #[test]
+    fn nothing_is_written_while_no_task_waits() {
+        let (cg, mut e) = engine(&[]);
+        e.release_waiters();
+        assert!(cg.writes.lock().unwrap().is_empty());
+        assert!(e.events.recent(10).is_empty());
+    }
+
+    #[test]
+    fn a_v1_group_limit_is_raised_by_a_page_and_not_recorded() {
+        let (cg, mut e) = engine(&["tierd/tenants"]);
+        let before = e.group_limit;
+        e.release_waiters();
+        assert_eq!(*cg.writes.lock().unwrap(), [Write::Wake("tierd/tenants".into(), cgroup::Wake::Page)]);
+        assert_eq!(e.group_limit, before, "writing it back would reclaim where reclaim fails");
     }
 }
