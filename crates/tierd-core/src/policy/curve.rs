@@ -6,7 +6,9 @@
 //! its quota now, as often as those faults say), and what it reuses less often within
 //! the window (warm: about twice a window). With q bytes the kernel's LRU inside its
 //! quota keeps the hottest: it faults on the hot bytes beyond q at the hot rate, and on
-//! the warm bytes beyond what is left at the warm rate. A fault costs the tier's read
+//! the warm bytes beyond what is left at the warm rate. Of a quota, a share
+//! ([`Knobs::headroom`]) holds what rides on the pages rather than the pages: so a
+//! quota of exactly the hot set thrashes, as it does on the machine. A fault costs the tier's read
 //! time now (which carries the device's speed and its queue) and the CPU of the fault,
 //! so the share of its work done is U = 1 / (1 + f·t), f its faults per second of work.
 //! U is convex in q over a uniformly used hot set — a share of a cliff is worth almost
@@ -45,6 +47,9 @@ pub struct Curve {
     /// samples came back whole). A skewed one (a Zipf head and a tail) the kernel's LRU
     /// keeps about as well as any quota would.
     pub steep: bool,
+    /// Share of its pages' bytes a quota must hold beyond them: the swap cache in
+    /// flight, the tracker's samples, page tables (all charged to its cgroup).
+    pub headroom: f64,
 }
 
 impl Curve {
@@ -62,6 +67,7 @@ impl Curve {
                 warm_rate: 2.0 / window,
                 cores,
                 steep: false,
+                headroom: k.headroom,
             };
         };
         // What it touched in the last two intervals: the window's average lags a phase
@@ -109,7 +115,17 @@ impl Curve {
             Some(r) if !steep => (-(1.0 - r).ln() / interval).max(2.0 / window),
             _ => k.min_hot_rate,
         };
-        Curve { hot, warm, hot_rate, warm_rate: 2.0 / window, cores, steep }
+        Curve { hot, warm, hot_rate, warm_rate: 2.0 / window, cores, steep, headroom: k.headroom }
+    }
+
+    /// The quota that keeps `bytes` of its pages in DRAM.
+    pub fn quota_for(&self, bytes: u64) -> u64 {
+        bytes + (bytes as f64 * self.headroom) as u64
+    }
+
+    /// Bytes of its pages a quota of `q` keeps in DRAM.
+    fn kept(&self, q: u64) -> u64 {
+        (q as f64 / (1.0 + self.headroom)).ceil() as u64
     }
 
     /// What it touches within the window.
@@ -119,6 +135,7 @@ impl Curve {
 
     /// Reads a second from the tier at full speed with `q` bytes of DRAM.
     pub fn faults_per_sec(&self, q: u64) -> f64 {
+        let q = self.kept(q);
         let short_hot = self.hot.saturating_sub(q) as f64 / PAGE;
         let short_warm = self.touched().saturating_sub(q.max(self.hot)) as f64 / PAGE;
         short_hot * self.hot_rate + short_warm * self.warm_rate
@@ -149,7 +166,10 @@ mod tests {
         let c = Curve::of(&working(256 * MIB, 256 * MIB), 30.0, 5.0, &Knobs::default());
         assert_eq!((c.hot, c.warm), (256 * MIB, 0));
         let t = 100e-6;
-        assert_eq!(c.useful(256 * MIB, t), 1.0);
+        assert_eq!(c.useful(c.quota_for(256 * MIB), t), 1.0);
+        // A quota of exactly the hot set leaves no room for what rides on its pages
+        // (on the machine such a tenant waited at its quota for reclaim to progress).
+        assert!(c.useful(256 * MIB, t) < 0.2, "{}", c.useful(256 * MIB, t));
         let eighth = c.useful(224 * MIB, t);
         assert!(eighth < 0.1, "{eighth}");
         // Convex: half of the hot set is worth far less than half of the whole.
@@ -176,7 +196,7 @@ mod tests {
         v.activeness.as_mut().unwrap().returned_share = Some(0.75);
         let skewed = Curve::of(&v, 30.0, 5.0, &k);
         assert!((skewed.hot_rate - 4f64.ln() / 5.0).abs() < 1e-9);
-        assert!(skewed.useful(192 * MIB, t) > 0.5, "a quarter short of a skewed hot set is no cliff");
+        assert!(skewed.useful(skewed.quota_for(192 * MIB), t) > 0.5, "a quarter short of a skewed hot set is no cliff");
     }
 
     #[test]

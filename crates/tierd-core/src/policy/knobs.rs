@@ -31,8 +31,9 @@ pub struct Knobs {
     pub min_hot_rate: f64,
     /// CPU seconds a read from the tier costs the faulting thread beyond the wait.
     pub fault_cpu_secs: f64,
-    /// Room a working tenant gets above what it touches: the tracker's samples in
-    /// flight and bursts of new memory, as a share of what it touches.
+    /// Share of a quota above the pages it keeps, for what its cgroup is charged beyond
+    /// them (the swap cache in flight, the tracker's samples, page tables): the curve
+    /// counts a quota of q as keeping q / (1 + headroom) of its pages.
     pub headroom: f64,
     /// The least a resting tenant keeps (bytes).
     pub rest_floor: u64,

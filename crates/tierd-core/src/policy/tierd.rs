@@ -109,10 +109,9 @@ fn claim(s: &State, k: &Knobs, fault: f64) -> Claim {
         lost * fault * s.view.spec.shares as f64 / 100.0 / k.horizon_secs
     };
     let mut qs: Vec<u64> = if s.working {
-        let (hot, touched) = (s.curve.hot, s.curve.touched());
-        let mut qs: Vec<u64> = (0..=8).map(|i| hot * i / 8).collect();
-        qs.extend((1..=4).map(|i| hot + (touched - hot) * i / 4));
-        qs.push(touched + (touched as f64 * k.headroom) as u64);
+        let (c, hot, touched) = (&s.curve, s.curve.hot, s.curve.touched());
+        let mut qs: Vec<u64> = (0..=8).map(|i| c.quota_for(hot * i / 8)).collect();
+        qs.extend((1..=4).map(|i| c.quota_for(hot + (touched - hot) * i / 4)));
         qs
     } else {
         vec![0, s.kept]
@@ -183,7 +182,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let needs: u64 = states
         .iter()
         .map(|s| match (s.working, s.curve.steep || s.view.stall_share >= THRASHING) {
-            (true, true) => s.curve.hot + (s.curve.hot as f64 * k.headroom) as u64,
+            (true, true) => s.curve.quota_for(s.curve.hot),
             (true, false) => s.curve.hot.min(s.view.dram),
             (false, _) => s.floor,
         })
@@ -362,7 +361,7 @@ fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Pre
         return Prefetch::default();
     }
     // A quota is filled to its margin at most ([`moves::prefetch_room`]).
-    let want = s.curve.touched() + (s.curve.touched() as f64 * k.headroom) as u64;
+    let want = s.curve.quota_for(s.curve.touched());
     let room = moves::prefetch_room(quota, t.dram)
         .min(want.saturating_sub(t.dram))
         .min((k.prefetch_rate as f64 * snap.interval_secs) as u64);
@@ -479,11 +478,13 @@ mod tests {
             (1..=6).map(|i| working(&format!("u{i}"), 512 * MIB, 192 * MIB, 160 * MIB, 0.8)).collect();
         let p = plan(&snap_of(GIB, ts), &K);
         let q: Vec<u64> = quotas(&p).into_iter().map(|q| q.expect("per-tenant quotas")).collect();
-        assert_eq!(q.iter().filter(|&&x| x >= 192 * MIB).count(), 5, "{q:?}");
+        // Whole: the hot set and the headroom for what rides on its pages.
+        let whole = 192 * MIB + (192.0 * MIB as f64 * K.headroom) as u64;
+        assert_eq!(q.iter().filter(|&&x| x >= whole).count(), 5, "{q:?}");
         assert!(q.iter().any(|&x| x <= 64 * MIB), "the sixth gets what is left, not a part of the others': {q:?}");
         assert!(q.iter().sum::<u64>() <= GIB);
         assert!(matches!(p.notes[0], Note::Quotas { .. } | Note::SharedWhileShort { .. }), "{:?}", p.notes);
-        assert!(p.tenants.iter().filter(|t| t.quota >= Some(192 * MIB)).all(|t| t.predicted_useful > Some(0.9)));
+        assert!(p.tenants.iter().filter(|t| t.quota >= Some(whole)).all(|t| t.predicted_useful > Some(0.9)));
     }
 
     #[test]
