@@ -20,12 +20,15 @@ pub enum Write {
     Wake(String, Wake),
 }
 
-/// A memory controller whose every cgroup reads `usage` and accepts every write, and
-/// in which the tasks of the cgroups in `waiting` wait at their limit.
+/// A memory controller whose every cgroup is charged `usage` (of it `swap_cached`) and
+/// has `swap` on the tier, accepts every write, and in which the tasks of the cgroups in
+/// `waiting` wait at their limit.
 #[derive(Debug, Default)]
 pub struct FakeCgroups {
     pub writes: Mutex<Vec<Write>>,
     pub usage: u64,
+    pub swap: u64,
+    pub swap_cached: u64,
     pub waiting: Vec<String>,
     pub base: PathBuf,
 }
@@ -69,7 +72,13 @@ impl MemoryController for FakeCgroups {
         self.record(Write::OffSwap(rel.to_string()))
     }
     fn stats(&self, _rel: &str) -> Result<MemoryStats, CgroupError> {
-        Ok(MemoryStats { usage: self.usage, anon: self.usage, ..MemoryStats::default() })
+        Ok(MemoryStats {
+            usage: self.usage,
+            anon: self.usage,
+            swap: self.swap,
+            swap_cached: self.swap_cached,
+            ..MemoryStats::default()
+        })
     }
     fn reclaim(&self, _rel: &str, _bytes: u64) -> Result<u64, CgroupError> {
         Ok(0)

@@ -429,3 +429,39 @@ mod tests {
         assert_eq!(t.faults.rates, [0.0, 1000.0], "each interval's rate is kept for the wake judgement");
     }
 }
+
+/// Measuring through the engine over a fake memory controller.
+#[cfg(test)]
+mod stages {
+    use std::sync::Arc;
+
+    use super::super::fixture::{self, FakeCgroups};
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_tenant_is_planned_from_what_its_cgroup_is_charged_and_holds_on_the_tier() {
+        let dir = tempfile::tempdir().unwrap();
+        let cg =
+            Arc::new(FakeCgroups { usage: 96 * MIB, swap: 160 * MIB, swap_cached: 8 * MIB, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        fixture::add_tenant(&mut e, "db", Some(128 * MIB), 0);
+        e.measure(true);
+        let snap = e.snapshot();
+        let db = snap.tenants.iter().find(|t| t.spec.name.as_str() == "db").expect("db is running");
+        assert_eq!((db.dram, db.swap_cached, db.tier, db.quota), (96 * MIB, 8 * MIB, 160 * MIB, Some(128 * MIB)));
+        assert_eq!(snap.dram_budget, 1 << 30);
+    }
+
+    #[test]
+    fn a_tenant_that_exited_is_not_planned_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut e = fixture::engine(dir.path(), Arc::new(FakeCgroups::default()) as _, "");
+        fixture::add_tenant(&mut e, "gone", None, 64 * MIB);
+        fixture::add_tenant(&mut e, "db", None, 64 * MIB);
+        e.reap();
+        assert!(e.snapshot().tenants.is_empty(), "a tenant with no processes left has exited");
+        let said: Vec<String> = e.events.recent(10).into_iter().map(|ev| ev.message).collect();
+        assert!(said.iter().any(|m| m.starts_with("exited (exit code unknown); its cgroup is removed")), "{said:?}");
+    }
+}
