@@ -39,15 +39,20 @@ pub struct CurveReport {
     pub points: Vec<CurvePoint>,
 }
 
-/// The curve of tenant `name`, at 17 points from none to its size.
+/// The curve of tenant `name`, at 17 points from none to its size and at its knees:
+/// its hot set alone, and the quotas that keep its hot set and all it touches.
 pub fn curve(snap: &Snapshot, name: &str, k: &Knobs) -> Option<CurveReport> {
     let t = snap.tenants.iter().find(|t| t.spec.name.as_str() == name)?;
     let window = snap.window_secs.max(snap.interval_secs);
     let c = Curve::of(t, window, snap.interval_secs, k);
     let fault = fault_secs(&snap.tier, k);
     let size = t.size().max(c.touched());
-    let points = (0..=16)
-        .map(|i| size * i / 16)
+    let mut qs: Vec<u64> = (0..=16).map(|i| size * i / 16).collect();
+    qs.extend([c.hot, c.quota_for(c.hot), c.quota_for(c.touched())]);
+    qs.sort_unstable();
+    qs.dedup();
+    let points = qs
+        .into_iter()
         .map(|q| CurvePoint { dram_bytes: q, faults_per_sec: c.faults_per_sec(q), useful: c.useful(q, fault) })
         .collect();
     Some(CurveReport {
@@ -161,7 +166,9 @@ mod tests {
         assert!(c.points[0].useful < 0.02);
         let at = |q: u64| c.points.iter().find(|p| p.dram_bytes >= q).unwrap().useful;
         assert!(at(192 * MIB) < 0.5, "a quota of the hot set alone holds none of what rides on it");
-        assert_eq!(at(192 * MIB + 192 * MIB / 20), 1.0);
+        let knee = 192 * MIB + (192.0 * MIB as f64 * Knobs::default().headroom) as u64;
+        let p = c.points.iter().find(|p| p.dram_bytes == knee).expect("the quota that keeps the hot set is shown");
+        assert_eq!(p.useful, 1.0);
         assert!(curve(&s, "nobody", &Knobs::default()).is_none());
     }
 
