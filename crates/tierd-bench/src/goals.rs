@@ -274,9 +274,10 @@ fn cpu(r: &Results) -> Goal {
         scenario: "every point",
         goal: g,
         measured: format!(
-            "most {:.1}% ({}); steady points at most {}",
+            "most {:.1}% ({}{}); steady points at most {}",
             wm.tierd_cpu_percent,
             wp.name,
+            wm.moving_cpu_percent.map_or(String::new(), |m| format!(", {m:.1}% of it moving pages")),
             steady.map_or("— (none run)".into(), |(n, c)| format!("{c:.2}% per 8 GiB ({n})"))
         ),
         verdict: Verdict::of(wm.tierd_cpu_percent <= 5.0 && steady.is_none_or(|s| s.1 <= 1.0)),
@@ -313,6 +314,19 @@ mod tests {
 
     fn find<'a>(g: &'a [Goal], goal_starts: &str) -> &'a Goal {
         g.iter().find(|x| x.goal.starts_with(goal_starts)).unwrap()
+    }
+
+    #[test]
+    fn the_cpu_goal_says_how_much_of_tierds_cpu_moved_pages() {
+        let mut t = mode_result(Mode::Tierd, 0.5, &[]);
+        (t.tierd_cpu_percent, t.moving_cpu_percent) = (16.4, Some(14.0));
+        let g = find(&goals(&results(vec![pt("login-storm", "12 tenants", vec![t])])), "tierd ≤ 5%").clone();
+        assert!(
+            g.measured.starts_with("most 16.4% (login-storm/12 tenants, 14.0% of it moving pages)"),
+            "{}",
+            g.measured
+        );
+        assert_eq!(g.verdict, Verdict::Missed, "the goal is on the whole daemon");
     }
 
     #[test]
@@ -398,6 +412,7 @@ mod tests {
             after: vec![(1.0, first), (2.0, 1000.0)],
             health: "green".into(),
             tierd_cpu_percent: 0.1,
+            moving_cpu_percent: None,
             tracker_cpu_per_8gib: None,
             failed: Vec::new(),
         };

@@ -175,7 +175,7 @@ fn point_section(r: &Results, p: &PointResult) -> String {
         let per: Vec<String> = m.tenants.iter().map(|(n, v)| format!("{n} {v:.2}")).collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1}% | {} |",
+            "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} |",
             m.mode.name(),
             spread(m),
             m.throughput,
@@ -183,11 +183,19 @@ fn point_section(r: &Results, p: &PointResult) -> String {
             m.p99_latency_ratio,
             per.join(", "),
             m.health.join(" "),
-            m.tierd_cpu_percent,
+            cpu_cell(m),
             m.tracker_cpu_per_8gib.map_or("—".into(), |c| format!("{c:.2}%"))
         );
     }
     md + &failures(p)
+}
+
+/// tierd's CPU, and the part of it moving pages where that was measured.
+fn cpu_cell(m: &crate::suite::ModeResult) -> String {
+    match m.moving_cpu_percent {
+        Some(moving) if moving >= 0.05 => format!("{:.1}% (moving {moving:.1}%)", m.tierd_cpu_percent),
+        _ => format!("{:.1}%", m.tierd_cpu_percent),
+    }
 }
 
 /// A wake-up point's recovery times per mode, and its chart.
@@ -345,6 +353,7 @@ mod tests {
             after: Vec::new(),
             health: "green".into(),
             tierd_cpu_percent: 0.1,
+            moving_cpu_percent: None,
             tracker_cpu_per_8gib: None,
             failed: failed.iter().map(|f| f.to_string()).collect(),
         };

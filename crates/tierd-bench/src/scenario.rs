@@ -241,6 +241,8 @@ pub struct Run {
     pub tenants: Vec<TenantRun>,
     /// tierd's CPU over the run, % of one core.
     pub tierd_cpu_percent: f64,
+    /// Of it, moving pages (the kernel's paging work in tierd's threads), when known.
+    pub moving_cpu_percent: Option<f64>,
     /// Decisions tierd logged (for the report's explanations).
     pub events: usize,
     /// tierd's active-memory health colour near the end of the run.
@@ -386,6 +388,7 @@ pub fn run(
     let started = std::time::Instant::now();
     let pid = t.pid();
     let c0 = cpu_seconds(pid);
+    let moving0 = t.status().ok().map(|s| s.moving_cpu_seconds);
     let mut slept = 0;
     let _slow = match slow {
         Some(th) => {
@@ -418,6 +421,8 @@ pub fn run(
     // Failures are read at the very end: a tenant that died in the last seconds failed too.
     let status = t.status().ok().or(status);
     let cpu = (cpu_seconds(pid) - c0) / secs as f64 * 100.0;
+    let moving_cpu_percent =
+        status.as_ref().zip(moving0).map(|(s, m0)| (s.moving_cpu_seconds - m0).max(0.0) / secs as f64 * 100.0);
     // Every tenant outlives the run; one that ended already, other than cleanly, failed.
     let failed = |name: &str| {
         let ts = status.as_ref()?.tenants.iter().find(|ts| ts.name == name)?;
@@ -434,7 +439,7 @@ pub fn run(
             TenantRun { name: d.name.clone(), reports: parse_reports(&out), failed: failed(&d.name) }
         })
         .collect();
-    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, events, health, tracker_cpu_per_8gib })
+    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, moving_cpu_percent, events, health, tracker_cpu_per_8gib })
 }
 
 /// Where `prog` is on `PATH`.

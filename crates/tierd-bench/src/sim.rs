@@ -107,6 +107,7 @@ pub fn as_run(mode: Mode, r: tierd_sim::Run) -> Run {
         mode,
         tenants,
         tierd_cpu_percent: r.tierd_cpu_percent,
+        moving_cpu_percent: None,
         events: 0,
         health: r.health,
         tracker_cpu_per_8gib: r.tracker_cpu_per_8gib,

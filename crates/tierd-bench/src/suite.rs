@@ -35,6 +35,9 @@ pub struct Sample {
     pub after: Vec<(f64, f64)>,
     pub health: String,
     pub tierd_cpu_percent: f64,
+    /// Of it, moving pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moving_cpu_percent: Option<f64>,
     #[serde(default)]
     pub tracker_cpu_per_8gib: Option<f64>,
     /// Tenants that failed before the run was over, with how ("sleepy: exit code 101").
@@ -52,6 +55,7 @@ pub fn sample(p: &Point, r: &Run) -> Sample {
         after: Vec::new(),
         health: r.health.clone(),
         tierd_cpu_percent: r.tierd_cpu_percent,
+        moving_cpu_percent: r.moving_cpu_percent,
         tracker_cpu_per_8gib: r.tracker_cpu_per_8gib,
         failed: r.tenants.iter().filter_map(|t| Some(format!("{}: {}", t.name, t.failed.as_ref()?))).collect(),
     };
@@ -130,6 +134,9 @@ pub struct ModeResult {
     /// tierd's active-memory health colour near the end of each repetition.
     pub health: Vec<String>,
     pub tierd_cpu_percent: f64,
+    /// Of it, moving pages (median of the repetitions that say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moving_cpu_percent: Option<f64>,
     /// The tracker's CPU, % of one core per 8 GiB tracked (median; the budget is 1%).
     #[serde(default)]
     pub tracker_cpu_per_8gib: Option<f64>,
@@ -424,6 +431,7 @@ pub(crate) mod fixtures {
             settled_relative: None,
             health: vec!["green".into()],
             tierd_cpu_percent: 1.0,
+            moving_cpu_percent: None,
             tracker_cpu_per_8gib: Some(0.5),
             samples: Vec::new(),
         }
@@ -656,6 +664,7 @@ mod tests {
             after: Vec::new(),
             health: "green".into(),
             tierd_cpu_percent: 1.0,
+            moving_cpu_percent: None,
             tracker_cpu_per_8gib: Some(0.5),
             failed: Vec::new(),
         }

@@ -140,6 +140,11 @@ pub struct Status {
     pub active_health: String,
     pub tier: TierStatus,
     pub tierd_cpu_percent: f64,
+    /// CPU seconds tierd spent moving pages since it started (demotion, prefetch,
+    /// relayout, huge-page rebuilds): the kernel's paging work done in its threads,
+    /// which plain swap does in the tenants' own faults.
+    #[serde(default)]
+    pub moving_cpu_seconds: f64,
     pub tierd_rss_bytes: u64,
     /// Pages read back from the tier per second, host-wide (tier-1 faults and prefetch).
     #[serde(default)]

@@ -212,6 +212,12 @@ pub fn render(s: &Status) -> String {
     );
     w.gauge("tierd_demotions_per_second", "Pages written to the tier per second.", s.demotions_per_sec);
     w.gauge("tierd_process_cpu_ratio", "tierd's own CPU use, in cores.", s.tierd_cpu_percent / 100.0);
+    w.family(
+        "tierd_moving_cpu_seconds_total",
+        "counter",
+        "CPU seconds tierd spent moving pages (the kernel's paging work in its threads).",
+    );
+    w.sample("tierd_moving_cpu_seconds_total", &[], s.moving_cpu_seconds);
     w.gauge("tierd_process_resident_memory_bytes", "tierd's own resident memory.", b(s.tierd_rss_bytes));
     w.gauge("tierd_uptime_seconds", "Seconds since tierd started.", s.uptime_secs);
 
@@ -310,6 +316,7 @@ pub(crate) mod tests {
             active_health: "red".into(),
             tier: TierStatus { read_latency_us: Some(250.0), write_errors: 7, ..TierStatus::default() },
             tierd_cpu_percent: 0.5,
+            moving_cpu_seconds: 2.5,
             tierd_rss_bytes: 4 << 20,
             promotions_per_sec: 1.0,
             demotions_per_sec: 2.0,
@@ -354,6 +361,7 @@ pub(crate) mod tests {
         assert!(page.contains("tierd_tenant_errors_total{tenant=\"db\",op=\"pageout\"} 3\n"));
         assert!(page.contains("tierd_tenant_oom_kills_total{tenant=\"db\"} 1\n"), "{page}");
         assert!(page.contains("tierd_tenants 1\n"));
+        assert!(page.contains("# TYPE tierd_moving_cpu_seconds_total counter\ntierd_moving_cpu_seconds_total 2.5\n"));
         assert!(!page.contains("tenant=\"gone\""), "exited tenants have no samples");
     }
 

@@ -98,6 +98,10 @@ fn mode_result(p: &Point, mode: Mode, s: &[Sample], base: &[Sample]) -> ModeResu
         settled_relative: w.settled_relative,
         health: s.iter().map(|x| x.health.clone()).collect(),
         tierd_cpu_percent: med(s, &|x| x.tierd_cpu_percent),
+        moving_cpu_percent: {
+            let v: Vec<f64> = s.iter().filter_map(|x| x.moving_cpu_percent).collect();
+            (!v.is_empty()).then(|| median(&v))
+        },
         tracker_cpu_per_8gib: {
             let v: Vec<f64> = s.iter().filter_map(|x| x.tracker_cpu_per_8gib).collect();
             (!v.is_empty()).then(|| median(&v))

@@ -277,8 +277,16 @@ impl Engine {
         moved
     }
 
-    /// Carries out a tenant plan's page moves.
+    /// Carries out a tenant plan's page moves, counting the CPU they take: the kernel's
+    /// paging work (swap-ins, page-outs) runs in tierd's thread and is part of its CPU.
     pub(super) fn carry_out_moves(&mut self, tp: &TenantPlan) -> MovesDone {
+        let cpu = tierd_sys::process::thread_cpu_secs();
+        let done = self.move_pages(tp);
+        self.moving_cpu_secs += (tierd_sys::process::thread_cpu_secs() - cpu).max(0.0);
+        done
+    }
+
+    fn move_pages(&mut self, tp: &TenantPlan) -> MovesDone {
         let Some(t) = self.tenants.get_mut(&tp.name) else { return MovesDone::default() };
         let mut done = MovesDone::default();
         let mut failed: Vec<(&str, tierd_sys::madvise::AdviseResult)> = Vec::new();

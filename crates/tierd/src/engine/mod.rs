@@ -94,6 +94,8 @@ pub struct Engine {
     io_prev: Option<IoSample>,
     tier_view: TierView,
     self_cpu_percent: f64,
+    /// CPU seconds spent carrying out page moves since start.
+    moving_cpu_secs: f64,
     /// The policy's host-wide notes of the last interval, and their kinds (logged on change).
     notes: Vec<tierd_core::plan::Note>,
     note_kinds: Vec<&'static str>,
@@ -142,6 +144,7 @@ impl Engine {
             group_protected: None,
             tier_view: TierView::default(),
             self_cpu_percent: 0.0,
+            moving_cpu_secs: 0.0,
             notes: Vec::new(),
             note_kinds: Vec::new(),
             history: History::default(),

@@ -33,6 +33,7 @@ impl Engine {
             active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
             tier: self.tier_status(),
             tierd_cpu_percent: self.self_cpu_percent,
+            moving_cpu_seconds: self.moving_cpu_secs,
             tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
             promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
             demotions_per_sec: self.tier_view.write_bytes_per_sec / 4096.0,
