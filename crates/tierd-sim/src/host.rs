@@ -144,12 +144,10 @@ impl Tenant {
     }
 
     /// Pages charged beyond its own, which reclaim cannot free: page tables and the
-    /// rest of its process, once started.
+    /// rest of its process, from its first page on.
     fn overhead_pages(&self) -> f64 {
-        if self.started.is_none() && self.mem.allocated_pages() == 0.0 {
-            return 0.0;
-        }
-        PROCESS_BYTES / PAGE + self.mem.allocated_pages() * PAGE_TABLE_SHARE
+        let allocated = self.mem.allocated_pages();
+        if allocated == 0.0 { 0.0 } else { PROCESS_BYTES / PAGE + allocated * PAGE_TABLE_SHARE }
     }
 
     /// Accesses per page of class `c`, and pages of it brought in untouched, over the

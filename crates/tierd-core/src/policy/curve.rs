@@ -8,9 +8,10 @@
 //! quota keeps the hottest: it faults on the hot bytes beyond q at the hot rate, and on
 //! the warm bytes beyond what is left at the warm rate. Of a quota, a share
 //! ([`Knobs::headroom`]) holds what rides on the pages rather than the pages: so a
-//! quota of exactly the hot set thrashes, as it does on the machine. A fault costs the tier's read
-//! time now (which carries the device's speed and its queue) and the CPU of the fault,
-//! so the share of its work done is U = 1 / (1 + f·t), f its faults per second of work.
+//! quota of exactly the hot set thrashes, as it does on the machine. A fault costs the
+//! tier's read time now (which carries the device's speed and its queue) and the CPU of
+//! the fault, so the share of its work done is U = 1 / (1 + f·t), f its faults per
+//! second of work.
 //! U is convex in q over a uniformly used hot set — a share of a cliff is worth almost
 //! nothing — which is why the allocation works on the curve's concave envelope.
 
