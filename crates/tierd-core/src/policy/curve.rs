@@ -125,7 +125,7 @@ impl Curve {
     }
 
     /// Bytes of its pages a quota of `q` keeps in DRAM.
-    fn kept(&self, q: u64) -> u64 {
+    pub(crate) fn kept(&self, q: u64) -> u64 {
         (q as f64 / (1.0 + self.headroom)).ceil() as u64
     }
 

@@ -104,23 +104,25 @@ fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State
 fn claim(s: &State, k: &Knobs, fault: f64) -> Claim {
     let now = s.view.quota.unwrap_or(s.view.dram).min(s.view.dram.max(s.floor));
     let used = if s.working { s.curve.touched() } else { s.kept };
+    let c = &s.curve;
+    // A quota holds pages only past its headroom, as the curve counts it.
     let move_cost = |q: u64| {
-        let lost = now.min(used).saturating_sub(q) as f64 / PAGE;
+        let lost = c.kept(now).min(used).saturating_sub(c.kept(q)) as f64 / PAGE;
         lost * fault * s.view.spec.shares as f64 / 100.0 / k.horizon_secs
     };
     let mut qs: Vec<u64> = if s.working {
-        let (c, hot, touched) = (&s.curve, s.curve.hot, s.curve.touched());
+        let (hot, touched) = (c.hot, c.touched());
         let mut qs: Vec<u64> = (0..=8).map(|i| c.quota_for(hot * i / 8)).collect();
         qs.extend((1..=4).map(|i| c.quota_for(hot + (touched - hot) * i / 4)));
         qs
     } else {
-        vec![0, s.kept]
+        vec![0, c.quota_for(s.kept)]
     };
     qs.push(now);
     qs.sort_unstable();
     qs.dedup();
     let value = |q: u64| {
-        let work = if s.working { s.weight * s.curve.useful(q, fault) } else { q.min(s.kept) as f64 * s.keep_value };
+        let work = if s.working { s.weight * c.useful(q, fault) } else { c.kept(q).min(s.kept) as f64 * s.keep_value };
         work - move_cost(q)
     };
     Claim { floor: s.floor, cap: s.cap, points: qs.into_iter().map(|q| (q, value(q))).collect() }
@@ -514,6 +516,25 @@ mod tests {
             .collect();
         let p = plan(&snap_of(2304 * MIB, ts), &K);
         assert_eq!(quotas(&p), vec![None; 4], "{:?}", p.notes);
+    }
+
+    #[test]
+    fn a_cut_costs_the_pages_it_sends_out_not_the_bytes_of_quota() {
+        // A tenant that holds its whole hot set at a quota with the headroom on top: a cut
+        // to the quota of seven eighths of it sends out an eighth of its pages.
+        let snap = snap_of(GIB, vec![working("a", 512 * MIB, 192 * MIB, 0, 0.0)]);
+        let fault = fault_secs(&snap.tier, &K);
+        let value_at = |holds: u64, q: u64| {
+            let mut t = snap.tenants[0].clone();
+            (t.quota, t.dram) = (Some(holds), holds);
+            let s = state(&t, &snap, &K, fault);
+            claim(&s, &K, fault).points.into_iter().find(|p| p.0 == q).expect("a point at the cut").1
+        };
+        let c = state(&snap.tenants[0], &snap, &K, fault).curve;
+        let (whole, cut) = (c.quota_for(c.hot), c.quota_for(c.hot * 7 / 8));
+        let cost = value_at(WORKING_FLOOR, cut) - value_at(whole, cut);
+        let eighth = (c.hot / 8) as f64 / PAGE * fault / K.horizon_secs;
+        assert!((cost / eighth - 1.0).abs() < 0.01, "cost {cost} for an eighth of its pages, {eighth}");
     }
 
     fn region(i: u64, reused: f64, dram: u64, tier: u64, laid_out: bool) -> Region {
