@@ -158,3 +158,66 @@ mod tests {
         }
     }
 }
+
+/// Adopting a cgroup and letting it go, through the engine over a fake memory controller.
+#[cfg(test)]
+mod stages {
+    use std::sync::Arc;
+
+    use super::super::fixture::{self, FakeCgroups, Write};
+    use super::*;
+
+    const WEB: &str = "/lxc/web";
+    const LIMIT: &str = "memory.limit_in_bytes";
+
+    /// An engine beside cgroup /lxc/web, whose one process is this test's and whose limit
+    /// held 2 GiB before tierd came.
+    fn engine(dir: &Path) -> (Arc<FakeCgroups>, Engine) {
+        let base = dir.join("cg");
+        std::fs::create_dir_all(base.join("lxc/web")).unwrap();
+        std::fs::write(base.join("lxc/web").join(LIMIT), "1").unwrap();
+        let cg = Arc::new(FakeCgroups {
+            usage: 64 << 20,
+            procs: vec![(WEB.into(), vec![std::process::id()])],
+            settings: vec![(LIMIT.into(), "2147483648".into())],
+            base,
+            ..FakeCgroups::default()
+        });
+        let e = fixture::engine(dir, Arc::clone(&cg) as _, "");
+        (cg, e)
+    }
+
+    #[test]
+    fn an_adopted_cgroup_holds_its_quota_while_a_tenant_and_gets_its_own_settings_back_on_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cg, mut e) = engine(dir.path());
+        let web = TenantName::new("web").unwrap();
+        assert_eq!(e.adopt(TenantSpec::new(web.clone()), WEB).unwrap(), [std::process::id()]);
+        assert_eq!(cg.limits_of(WEB), [e.tenants[&web].quota], "the quota recorded is the one written");
+        assert_eq!(e.tenants[&web].adopted.as_ref().map(|a| a.cgroup.as_str()), Some(WEB));
+        assert_eq!(e.release(&web).unwrap(), WEB);
+        assert!(!e.tenants.contains_key(&web));
+        let limit = std::fs::read_to_string(dir.path().join("cg/lxc/web").join(LIMIT)).unwrap();
+        assert_eq!(limit, "2147483648", "the limit it had before tierd");
+        assert!(!cg.writes.lock().unwrap().contains(&Write::Remove(WEB.into())), "an adopted cgroup is never removed");
+    }
+
+    #[test]
+    fn a_cgroup_that_is_missing_empty_taken_or_tierds_own_is_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cg, mut e) = engine(dir.path());
+        std::fs::create_dir_all(dir.path().join("cg/lxc/idle")).unwrap();
+        let mut adopt = |n: &str, cgroup: &str| {
+            e.adopt(TenantSpec::new(TenantName::new(n).unwrap()), cgroup).map_err(|e| format!("{e:#}"))
+        };
+        assert!(adopt("gone", "/lxc/gone").unwrap_err().starts_with("no cgroup /lxc/gone"));
+        assert!(adopt("idle", "/lxc/idle").unwrap_err().contains("has no processes"));
+        assert!(adopt("ours", "/tierd/tenants/db").unwrap_err().contains("is tierd's own"));
+        adopt("web", WEB).unwrap();
+        assert!(adopt("again", WEB).unwrap_err().contains("overlaps tenant web's cgroup"));
+        assert_eq!(cg.limits_of("/lxc/idle"), [], "nothing is written to a cgroup refused");
+        fixture::add_tenant(&mut e, "made", None, 0);
+        let made = e.release(&TenantName::new("made").unwrap()).unwrap_err().to_string();
+        assert!(made.contains("`tierctl detach made`"), "{made}");
+    }
+}

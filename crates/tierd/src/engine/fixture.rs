@@ -18,11 +18,13 @@ pub enum Write {
     Limit(String, Option<u64>),
     OffSwap(String),
     Wake(String, Wake),
+    Remove(String),
 }
 
-/// A memory controller whose every cgroup is charged `usage` (of it `swap_cached`) and
-/// has `swap` on the tier, accepts every write, and in which the tasks of the cgroups in
-/// `waiting` wait at their limit.
+/// A memory controller whose every cgroup is charged `usage` (of it `swap_cached`), has
+/// `swap` on the tier and holds `settings`, accepts every write, in which the tasks of
+/// the cgroups in `waiting` wait at their limit and the cgroups in `procs` hold processes.
+/// Its cgroups are directories below `base`, where settings put back are written.
 #[derive(Debug, Default)]
 pub struct FakeCgroups {
     pub writes: Mutex<Vec<Write>>,
@@ -30,6 +32,8 @@ pub struct FakeCgroups {
     pub swap: u64,
     pub swap_cached: u64,
     pub waiting: Vec<String>,
+    pub procs: Vec<(String, Vec<u32>)>,
+    pub settings: Settings,
     pub base: PathBuf,
 }
 
@@ -62,8 +66,8 @@ impl MemoryController for FakeCgroups {
     fn create(&self, _rel: &str, _at_limit: AtLimit) -> Result<(), CgroupError> {
         Ok(())
     }
-    fn remove(&self, _rel: &str) -> Result<(), CgroupError> {
-        Ok(())
+    fn remove(&self, rel: &str) -> Result<(), CgroupError> {
+        self.record(Write::Remove(rel.to_string()))
     }
     fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
         self.record(Write::Limit(rel.to_string(), limit))
@@ -90,15 +94,15 @@ impl MemoryController for FakeCgroups {
         self.record(Write::Wake(rel.to_string(), wake))?;
         Ok(Some(wake.limit(self.usage, self.usage)))
     }
-    fn procs(&self, _rel: &str) -> Result<Vec<u32>, CgroupError> {
-        Ok(Vec::new())
+    fn procs(&self, rel: &str) -> Result<Vec<u32>, CgroupError> {
+        Ok(self.procs.iter().find(|(r, _)| r == rel).map(|(_, p)| p.clone()).unwrap_or_default())
     }
     fn allow_adoption(&mut self, _roots: &[String]) {}
     fn settings(&self, _rel: &str) -> Result<Settings, CgroupError> {
-        Ok(Settings::new())
+        Ok(self.settings.clone())
     }
     fn dir(&self, rel: &str) -> Result<PathBuf, CgroupError> {
-        Ok(self.base.join(rel))
+        Ok(self.base.join(rel.trim_start_matches('/')))
     }
     fn add_proc(&self, _rel: &str, _pid: u32) -> Result<(), CgroupError> {
         Ok(())
@@ -118,6 +122,7 @@ pub fn engine(dir: &Path, cg: Arc<FakeCgroups>, kernel_log: &str) -> Engine {
     ))
     .expect("fixture config parses");
     let cfg = raw.validate(24 << 30).expect("fixture config is valid");
+    std::fs::create_dir_all(&cfg.state_dir).expect("fixture state directory");
     let log_path = dir.join("kmsg");
     std::fs::write(&log_path, kernel_log).expect("fixture kernel log written");
     let kernel_log = tierd_sys::kmsg::KernelLog::open(&log_path).expect("fixture kernel log opens");
@@ -139,10 +144,15 @@ fn tier(dir: &Path) -> Tier {
 }
 
 /// Adds a running tenant holding `dram` under `quota`, with no processes.
-pub fn add_tenant(engine: &mut Engine, name: &str, quota: Option<u64>, dram: u64) {
+pub fn add_tenant<'a>(engine: &'a mut Engine, name: &str, quota: Option<u64>, dram: u64) -> &'a mut Tenant {
     let name = TenantName::new(name).expect("fixture tenant name");
     let mut t = Tenant::new(TenantSpec::new(name.clone()), Vec::new());
     t.quota = quota;
     t.measure.dram = dram;
-    engine.tenants.insert(name, t);
+    engine.tenants.entry(name).or_insert(t)
+}
+
+/// This test's own process, as the one process of a tenant.
+pub fn this_process() -> Pidfd {
+    Pidfd::open(std::process::id()).expect("a pidfd of the test process")
 }

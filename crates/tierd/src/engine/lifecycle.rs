@@ -304,3 +304,85 @@ pub(super) fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
         .create(dir)
         .with_context(|| format!("creating {}", dir.display()))
 }
+
+/// Starting over an earlier run's state and the clean stop, through the engine over a
+/// fake memory controller.
+#[cfg(test)]
+mod stages {
+    use std::sync::Arc;
+
+    use super::super::fixture::{self, FakeCgroups, Write};
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+    const DB: &str = "tierd/tenants/db";
+
+    fn name(n: &str) -> TenantName {
+        TenantName::new(n).unwrap()
+    }
+
+    fn saved(n: &str) -> SavedTenant {
+        SavedTenant { spec: TenantSpec::new(name(n)), argv: vec!["sleep".into()], life: Life::Running, adopted: None }
+    }
+
+    fn said(e: &Engine) -> Vec<String> {
+        e.events.recent(20).into_iter().map(|ev| format!("{}: {}", ev.tenant.unwrap_or_default(), ev.message)).collect()
+    }
+
+    #[test]
+    fn a_saved_tenant_whose_cgroup_still_has_processes_is_readopted_and_one_emptied_meanwhile_has_exited() {
+        let dir = tempfile::tempdir().unwrap();
+        let procs = vec![(DB.to_string(), vec![std::process::id()])];
+        let cg = Arc::new(FakeCgroups { procs, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        e.readopt(vec![saved("db"), saved("old")]);
+        assert!(e.tenants[&name("db")].is_running());
+        assert_eq!(e.tenants[&name("db")].pids(), [std::process::id()]);
+        assert_eq!(e.tenants[&name("old")].life, Life::Exited { code: None });
+        assert_eq!(*cg.writes.lock().unwrap(), [Write::Remove("tierd/tenants/old".into())], "db's cgroup is kept");
+        let said = said(&e);
+        assert!(said.iter().any(|m| m.starts_with("db: re-adopted, pids")), "{said:?}");
+        assert!(said.iter().any(|m| m == "old: exited while tierd was down (exit code unknown)"), "{said:?}");
+    }
+
+    #[test]
+    fn a_tenant_cgroup_without_saved_settings_is_adopted_with_defaults_and_an_empty_one_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("cg");
+        for stray in ["lost", "empty"] {
+            std::fs::create_dir_all(base.join("tierd/tenants").join(stray)).unwrap();
+        }
+        let procs = vec![("tierd/tenants/lost".to_string(), vec![std::process::id()])];
+        let cg = Arc::new(FakeCgroups { procs, base, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        e.readopt(Vec::new());
+        assert!(e.tenants[&name("lost")].is_running());
+        assert_eq!(e.tenants[&name("lost")].spec, TenantSpec::new(name("lost")), "defaults");
+        assert!(!e.tenants.contains_key(&name("empty")));
+        assert_eq!(*cg.writes.lock().unwrap(), [Write::Remove("tierd/tenants/empty".into())]);
+        let said = said(&e);
+        assert!(said.iter().any(|m| m.starts_with("lost: found a tenant cgroup without saved settings")), "{said:?}");
+    }
+
+    #[test]
+    fn a_clean_stop_lifts_every_limit_keeps_running_tenants_cgroups_and_saves_them_for_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let procs = vec![(DB.to_string(), vec![std::process::id()])];
+        let cg = Arc::new(FakeCgroups { procs, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        e.tier = None;
+        e.group_limit = Some(1 << 30);
+        fixture::add_tenant(&mut e, "db", Some(128 * MIB), 96 * MIB).procs.push(fixture::this_process());
+        fixture::add_tenant(&mut e, "gone", Some(64 * MIB), 0);
+        e.shutdown();
+        let writes = cg.writes.lock().unwrap().clone();
+        assert!(writes.contains(&Write::Limit(DB.into(), None)), "{writes:?}");
+        assert!(writes.contains(&Write::Limit("tierd/tenants".into(), None)), "{writes:?}");
+        assert!(writes.contains(&Write::Remove("tierd/tenants/gone".into())), "{writes:?}");
+        assert!(!writes.iter().any(|w| matches!(w, Write::Remove(r) if r == DB || r == "tierd")), "{writes:?}");
+        assert_eq!((e.tenants[&name("db")].quota, e.group_limit), (None, None));
+        let saved = SavedState::load(&e.cfg.state_dir).unwrap();
+        let life: Vec<(String, Life)> = saved.tenants.into_iter().map(|t| (t.spec.name.to_string(), t.life)).collect();
+        assert_eq!(life, [("db".into(), Life::Running), ("gone".into(), Life::Exited { code: None })]);
+    }
+}

@@ -162,3 +162,36 @@ pub(super) fn tenant_errors(tenants: &[TenantStatus]) -> Vec<(String, u64)> {
         .filter(|(_, n)| *n > 0)
         .collect()
 }
+
+/// The status as served, through the engine over a fake memory controller.
+#[cfg(test)]
+mod stages {
+    use std::sync::Arc;
+
+    use super::super::fixture::{self, FakeCgroups};
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_running_tenant_shows_what_it_holds_and_an_exited_one_its_exit_and_nothing_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let cg = Arc::new(FakeCgroups { usage: 96 * MIB, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), cg as _, "");
+        let db = fixture::add_tenant(&mut e, "db", Some(128 * MIB), 96 * MIB);
+        db.measure.tier = 32 * MIB;
+        let gone = fixture::add_tenant(&mut e, "gone", None, 64 * MIB);
+        gone.life = crate::tenant::Life::Exited { code: Some(3) };
+        gone.measure.tier = 16 * MIB;
+        let s = e.status_as_measured();
+        assert_eq!((s.dram_budget_bytes, s.dram_used_bytes, s.dram_free_bytes), (1 << 30, 96 * MIB, 928 * MIB));
+        let row = |n: &str| s.tenants.iter().find(|t| t.name == n).expect("a row per tenant");
+        let (db, gone) = (row("db"), row("gone"));
+        assert_eq!(
+            (db.state.as_str(), db.quota_bytes, db.dram_bytes, db.tier_bytes),
+            ("running", Some(128 * MIB), 96 * MIB, 32 * MIB)
+        );
+        assert_eq!((gone.state.as_str(), gone.exit_code, gone.dram_bytes, gone.tier_bytes), ("exited", Some(3), 0, 0));
+        assert_eq!(s.policy, "tierd");
+        assert!(!s.tier.drained, "the tier is in place");
+    }
+}
