@@ -325,6 +325,14 @@ mod stages {
         SavedTenant { spec: TenantSpec::new(name(n)), argv: vec!["sleep".into()], life: Life::Running, adopted: None }
     }
 
+    /// An engine whose tenant cgroup db holds this test's process.
+    fn engine_with_db(dir: &Path) -> (Arc<FakeCgroups>, Engine) {
+        let procs = vec![(DB.to_string(), vec![std::process::id()])];
+        let cg = Arc::new(FakeCgroups { procs, ..FakeCgroups::default() });
+        let e = fixture::engine(dir, Arc::clone(&cg) as _, "");
+        (cg, e)
+    }
+
     fn said(e: &Engine) -> Vec<String> {
         e.events.recent(20).into_iter().map(|ev| format!("{}: {}", ev.tenant.unwrap_or_default(), ev.message)).collect()
     }
@@ -332,9 +340,7 @@ mod stages {
     #[test]
     fn a_saved_tenant_whose_cgroup_still_has_processes_is_readopted_and_one_emptied_meanwhile_has_exited() {
         let dir = tempfile::tempdir().unwrap();
-        let procs = vec![(DB.to_string(), vec![std::process::id()])];
-        let cg = Arc::new(FakeCgroups { procs, ..FakeCgroups::default() });
-        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        let (cg, mut e) = engine_with_db(dir.path());
         e.readopt(vec![saved("db"), saved("old")]);
         assert!(e.tenants[&name("db")].is_running());
         assert_eq!(e.tenants[&name("db")].pids(), [std::process::id()]);
@@ -367,9 +373,7 @@ mod stages {
     #[test]
     fn a_clean_stop_lifts_every_limit_keeps_running_tenants_cgroups_and_saves_them_for_the_next_run() {
         let dir = tempfile::tempdir().unwrap();
-        let procs = vec![(DB.to_string(), vec![std::process::id()])];
-        let cg = Arc::new(FakeCgroups { procs, ..FakeCgroups::default() });
-        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        let (cg, mut e) = engine_with_db(dir.path());
         e.tier = None;
         e.group_limit = Some(1 << 30);
         fixture::add_tenant(&mut e, "db", Some(128 * MIB), 96 * MIB).procs.push(fixture::this_process());
