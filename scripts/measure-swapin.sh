@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The capacity of this machine's swap-in path (a swap file on a loop device, as the
 # suite's tier), for the simulator's calibration: N tenants at once fault their pages
-# back, with no limit while they do, so no reclaim rides on the reads. For each N it
-# prints faults a second, pages read a second, the device's reads a second and its
-# mean time per read, the wait each fault saw, and the CPU the host spent per fault
-# (the machine is shared: other load counts too).
+# back, with no limit while they do, so no reclaim rides on the reads (or, with
+# AT_LIMIT=S, under a limit of S times what they hold, so each read also evicts a
+# page, as tenants thrashing at a limit do). For each N it prints faults a second,
+# pages read a second, the device's reads a second and its mean time per read, the
+# wait each fault saw, the device's writes a second, and the CPU the host spent per
+# fault (the machine is shared: other load counts too).
 #
 # Usage: scripts/measure-swapin.sh [COUNTS...]   (default: 1 2 4 8 12)
-# Env: BIN (tierd-bench), SIZE_MIB per tenant (512), WINDOW seconds measured (3).
+# Env: BIN (tierd-bench), SIZE_MIB per tenant (512), WINDOW seconds measured (3),
+# AT_LIMIT (none: no limit while they fault back).
 # Leaves nothing behind: its swap area, loop device, file, cgroup and processes go on
 # any exit.
 set -euo pipefail
@@ -15,6 +18,7 @@ set -euo pipefail
 BIN=${BIN:-target/release/tierd-bench}
 SIZE_MIB=${SIZE_MIB:-512}
 WINDOW=${WINDOW:-3}
+AT_LIMIT=${AT_LIMIT:-}
 COUNTS=${*:-1 2 4 8 12}
 V1=/sys/fs/cgroup/memory
 [ -w "$V1" ] || { echo "needs root and the cgroup v1 memory controller at $V1" >&2; exit 1; }
@@ -45,8 +49,8 @@ vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 majfaults() { awk '$1 == "total_pgmajfault" { print $2 }' "$CG/memory.stat"; }
 # Jiffies busy and in all, over every CPU (idle and iowait are not busy).
 cpu() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
-# Reads completed and milliseconds spent reading, of the loop device.
-disk() { awk -v d="${loopdev#/dev/}" '$3 == d { print $4, $7 }' /proc/diskstats; }
+# Reads completed, milliseconds spent reading and writes completed, of the loop device.
+disk() { awk -v d="${loopdev#/dev/}" '$3 == d { print $4, $7, $8 }' /proc/diskstats; }
 
 total_mib=0
 for n in $COUNTS; do total_mib=$((total_mib > n * SIZE_MIB ? total_mib : n * SIZE_MIB)); done
@@ -58,8 +62,8 @@ swapon -p 5 "$loopdev"
 mkdir "$CG"
 
 cpus=$(nproc)
-echo "| tenants | faults/s | pages read/s | device reads/s | ms per device read | ms per fault | CPUs busy | µs CPU per fault |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| tenants | faults/s | pages read/s | device reads/s | ms per device read | ms per fault | device writes/s | CPUs busy | µs CPU per fault |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for n in $COUNTS; do
 	for i in $(seq "$n"); do
 		(
@@ -80,20 +84,25 @@ for n in $COUNTS; do
 	for _ in $(seq 20); do
 		echo $((16 << 20)) 2>/dev/null >"$CG/memory.limit_in_bytes" && break
 	done
-	echo -1 >"$CG/memory.limit_in_bytes"
-	read -r r0 ms0 < <(disk)
+	if [ -n "$AT_LIMIT" ]; then
+		awk -v s="$AT_LIMIT" -v b=$((n * SIZE_MIB << 20)) 'BEGIN { printf "%d\n", s * b }' >"$CG/memory.limit_in_bytes"
+	else
+		echo -1 >"$CG/memory.limit_in_bytes"
+	fi
+	read -r r0 ms0 wr0 < <(disk)
 	read -r b0 t0 < <(cpu)
 	f0=$(majfaults) s0=$(vmstat pswpin)
 	for p in "${pids[@]}"; do kill -CONT "$p"; done
 	sleep "$WINDOW"
-	read -r r1 ms1 < <(disk)
+	read -r r1 ms1 wr1 < <(disk)
 	read -r b1 t1 < <(cpu)
 	f1=$(majfaults) s1=$(vmstat pswpin)
 	stop_tenants
+	echo -1 >"$CG/memory.limit_in_bytes"
 	awk -v n="$n" -v w="$WINDOW" -v f=$((f1 - f0)) -v s=$((s1 - s0)) -v r=$((r1 - r0)) -v ms=$((ms1 - ms0)) \
-		-v busy="$(((b1 - b0) * 1000 / (t1 - t0)))" -v cpus="$cpus" 'BEGIN {
+		-v busy="$(((b1 - b0) * 1000 / (t1 - t0)))" -v cpus="$cpus" -v wr=$((wr1 - wr0)) 'BEGIN {
 			c = busy / 1000 * cpus
-			printf "| %d | %.0f | %.0f | %.0f | %.3f | %.3f | %.2f | %.1f |\n",
-				n, f / w, s / w, r / w, r ? ms / r : 0, f ? n * w * 1000 / f : 0, c, f ? c * w * 1e6 / f : 0
+			printf "| %d | %.0f | %.0f | %.0f | %.3f | %.3f | %.0f | %.2f | %.1f |\n", n, f / w, s / w, r / w,
+				r ? ms / r : 0, f ? n * w * 1000 / f : 0, wr / w, c, f ? c * w * 1e6 / f : 0
 		}'
 done
