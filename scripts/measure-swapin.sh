@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The capacity of this machine's swap-in path (a swap file on a loop device, as the
 # suite's tier), for the simulator's calibration: N tenants at once fault their pages
-# back, with no limit while they do, so no reclaim rides on the reads (or, with
-# AT_LIMIT=S, under a limit of S times what they hold, so each read also evicts a
-# page, as tenants thrashing at a limit do). For each N it prints faults a second,
-# pages read a second, the device's reads a second and its mean time per read, the
-# wait each fault saw, the device's writes a second, and the CPU the host spent per
-# fault (the machine is shared: other load counts too).
+# back, with no limit while they do, so no reclaim rides on the reads. With AT_LIMIT=S
+# they fault back under a limit of S times what they filled, measured once they reach
+# it, so each read also evicts a page as at a thrashing limit (with S near 1 the pages
+# reclaim passes over are hot). For each N it prints faults a second, pages read a
+# second, the device's reads a second and its mean time per read, the wait each fault
+# saw, the device's writes a second, and the CPU the host spent per fault (the machine
+# is shared: other load counts too).
 #
 # Usage: scripts/measure-swapin.sh [COUNTS...]   (default: 1 2 4 8 12)
 # Env: BIN (tierd-bench), SIZE_MIB per tenant (512), WINDOW seconds measured (3),
@@ -84,10 +85,16 @@ for n in $COUNTS; do
 	for _ in $(seq 20); do
 		echo $((16 << 20)) 2>/dev/null >"$CG/memory.limit_in_bytes" && break
 	done
-	if [ -n "$AT_LIMIT" ]; then
-		awk -v s="$AT_LIMIT" -v b=$((n * SIZE_MIB << 20)) 'BEGIN { printf "%d\n", s * b }' >"$CG/memory.limit_in_bytes"
-	else
-		echo -1 >"$CG/memory.limit_in_bytes"
+	limit=-1
+	[ -n "$AT_LIMIT" ] && limit=$(awk -v s="$AT_LIMIT" -v b=$((n * SIZE_MIB << 20)) 'BEGIN { printf "%d", s * b }')
+	echo "$limit" >"$CG/memory.limit_in_bytes"
+	if [ "$limit" -gt 0 ]; then
+		# Measured once the limit is reached: every fault then evicts a page.
+		for p in "${pids[@]}"; do kill -CONT "$p"; done
+		for _ in $(seq 600); do
+			[ "$(cat "$CG/memory.usage_in_bytes")" -ge $((limit * 97 / 100)) ] && break
+			sleep 0.1
+		done
 	fi
 	read -r r0 ms0 wr0 < <(disk)
 	read -r b0 t0 < <(cpu)
