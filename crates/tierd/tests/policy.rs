@@ -85,20 +85,23 @@ fn memory_touched_now_and_then_counts_in_full_within_the_window() {
     d.wait_filled("slow", Duration::from_secs(60));
     std::thread::sleep(Duration::from_secs(36));
     let mut readings = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..8 {
         let s = d.status();
         let t = s["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "slow").unwrap().clone();
         readings.push((mib(&t["active_bytes"]), mib(&t["touched_in_window_bytes"]), mib(&s["active_bytes"])));
         std::thread::sleep(Duration::from_secs(3));
     }
     // Each reading rests on one batch of samples, whose size the CPU and tier-read
-    // budgets set, so single readings scatter (CI once read 48 and 75 MiB 3 s apart);
-    // what a user relies on is that they centre on the truth.
-    let mean = readings.iter().map(|r| r.1).sum::<f64>() / readings.len() as f64;
+    // budgets set, so single readings scatter (CI once read 48 and 75 MiB 3 s apart,
+    // and once 40, 40 between 50 and 61); what a user relies on is that they centre on
+    // the truth: the median of eight.
+    let mut touched: Vec<f64> = readings.iter().map(|r| r.1).collect();
+    touched.sort_by(f64::total_cmp);
+    let median = (touched[3] + touched[4]) / 2.0;
     let explain = d.ctl(&["explain", "slow"]);
     assert!(
-        (mean / 60.0 - 1.0).abs() <= 0.15,
-        "touched within the window {mean:.0} MiB on average vs 60: {readings:?}\n{explain}"
+        (median / 60.0 - 1.0).abs() <= 0.15,
+        "touched within the window {median:.0} MiB at the median vs 60: {readings:?}\n{explain}"
     );
     for (per_interval, touched, host) in &readings {
         assert!(
