@@ -6,7 +6,6 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::Value;
 use support::*;
 
 const MIB_F: f64 = MIB as f64;
@@ -22,15 +21,6 @@ fn thp_daemon() -> Option<(std::sync::MutexGuard<'static, ()>, Daemon)> {
     let mut args = vec!["--dram-budget", "2G", "--ratio", "2"];
     args.extend_from_slice(&FAST);
     Some((guard, Daemon::start(&args)))
-}
-
-/// The workload's JSON reports.
-fn reports(d: &Daemon, name: &str) -> Vec<Value> {
-    d.tenant_stdout(name)
-        .lines()
-        .filter(|l| l.starts_with("{\"t\""))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Whether the kernel hands out transparent huge pages to `MADV_HUGEPAGE` memory.
@@ -82,7 +72,7 @@ fn a_thp_tenant_is_measured_and_keeps_its_hot_set_on_huge_pages() {
     let huge = t["huge_bytes"].as_u64().unwrap() as f64 / MIB_F;
     // The cgroup's count, at one instant: a few hot pages are split while sampled.
     assert!(huge >= 0.8 * 256.0, "status reports the hot set on huge pages, {huge:.0} MiB: {t:#}");
-    let r = reports(&d, "w");
+    let r = d.reports("w");
     let last: Vec<f64> = r.iter().rev().take(10).filter_map(|x| x["hot_huge"].as_f64()).collect();
     assert!(!last.is_empty(), "THP reports carry hot_huge: {:?}", r.last());
     let mean = last.iter().sum::<f64>() / last.len() as f64;
@@ -113,9 +103,9 @@ fn huge_pages_go_to_the_tier_whole_and_come_back_huge_after_a_wake_up() {
         ],
     );
     wait_for("the tenant to idle", Duration::from_secs(80), || {
-        reports(&d, "w").last().is_some_and(|r| r["phase"] == "idle")
+        d.reports("w").last().is_some_and(|r| r["phase"] == "idle")
     });
-    let before = reports(&d, "w");
+    let before = d.reports("w");
     let active: Vec<f64> =
         before.iter().rev().filter(|r| r["phase"] == "active").take(5).filter_map(|r| r["hot_huge"].as_f64()).collect();
     let huge_before = active.iter().sum::<f64>() / active.len().max(1) as f64;
@@ -133,7 +123,7 @@ fn huge_pages_go_to_the_tier_whole_and_come_back_huge_after_a_wake_up() {
 
     // It wakes ~35 s after idling began; within 30 s of that its hot set is huge again.
     wait_for("the hot set back on huge pages after waking", Duration::from_secs(75), || {
-        let r = reports(&d, "w");
+        let r = d.reports("w");
         let idle_end = r.iter().rposition(|x| x["phase"] == "idle");
         // Three reports in a row averaging ≥ 90%: back for good, not a passing value.
         let after: Vec<f64> =

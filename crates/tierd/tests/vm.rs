@@ -32,16 +32,6 @@ fn qemu(ram: u64, workload: &str, extra: &[&str]) -> Option<Vec<String>> {
     None
 }
 
-/// The guest workload's JSON reports, from the serial console.
-fn reports(d: &Daemon, name: &str) -> Vec<Value> {
-    d.tenant_stdout(name)
-        .lines()
-        .map(|l| l.trim_matches(['\r', '\n', ' ']))
-        .filter(|l| l.starts_with("{\"t\""))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 fn guest(t: &Value) -> &Value {
     &t["guest"]
 }
@@ -77,8 +67,8 @@ fn a_guest_at_2x_keeps_its_hot_memory_in_dram_and_its_cold_memory_on_the_tier() 
     assert!(d.ctl(&["status"]).contains("vm vm: guest RAM 768 MiB (tcg"), "{}", d.ctl(&["status"]));
 
     // Booted and filled its memory: the workload reports.
-    wait_for("the guest workload's first reports", Duration::from_secs(120), || reports(&d, "vm").len() >= 3);
-    let early: Vec<f64> = reports(&d, "vm").iter().take(3).map(|r| r["ops_per_sec"].as_f64().unwrap()).collect();
+    wait_for("the guest workload's first reports", Duration::from_secs(120), || d.reports("vm").len() >= 3);
+    let early: Vec<f64> = d.reports("vm").iter().take(3).map(|r| r["ops_per_sec"].as_f64().unwrap()).collect();
 
     // Cold guest memory goes to the tier.
     wait_for("cold guest RAM on the tier", Duration::from_secs(60), || {
@@ -92,11 +82,11 @@ fn a_guest_at_2x_keeps_its_hot_memory_in_dram_and_its_cold_memory_on_the_tier() 
             && t["major_faults_per_sec"].as_f64().unwrap() < 200.0
     });
     // Three more reports at the settled rate: the throughput compared is the settled one.
-    let settled = reports(&d, "vm").len();
-    wait_for("three reports since", Duration::from_secs(30), || reports(&d, "vm").len() >= settled + 3);
+    let settled = d.reports("vm").len();
+    wait_for("three reports since", Duration::from_secs(30), || d.reports("vm").len() >= settled + 3);
     let t = d.tenant("vm");
     let faults = t["major_faults_per_sec"].as_f64().unwrap();
-    let late: Vec<f64> = reports(&d, "vm").iter().rev().take(3).map(|r| r["ops_per_sec"].as_f64().unwrap()).collect();
+    let late: Vec<f64> = d.reports("vm").iter().rev().take(3).map(|r| r["ops_per_sec"].as_f64().unwrap()).collect();
     let (e, l) = (early.iter().sum::<f64>() / 3.0, late.iter().sum::<f64>() / 3.0);
     eprintln!(
         "guest RAM: {} MiB in DRAM, {} MiB on the tier; {faults:.0} faults/s; {l:.0} ops/s late vs {e:.0} before tiering",

@@ -227,6 +227,17 @@ impl Daemon {
         std::fs::read_to_string(self.state_dir().join("tenants").join(name).join("stdout")).unwrap_or_default()
     }
 
+    /// The JSON reports of a `--json --report` workload so far (a guest's console
+    /// lines carry `\r`).
+    pub fn reports(&self, name: &str) -> Vec<Value> {
+        self.tenant_stdout(name)
+            .lines()
+            .map(|l| l.trim_matches(['\r', '\n', ' ']))
+            .filter(|l| l.starts_with("{\"t\""))
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     /// Waits until a `--json --report` workload has filled its memory: its first report
     /// line comes one report period after the fill, which under a tight budget takes
     /// seconds to tens of seconds depending on how busy the machine is.
