@@ -77,6 +77,11 @@ pub struct RawTier {
     /// Take a device that holds a filesystem signature.
     pub force: bool,
     pub encrypt: TierEncryption,
+    /// Drive writes per day the tier's drive is rated for (its endurance); unset: not judged.
+    pub dwpd: Option<f64>,
+    /// The whole drive's size, which DWPD counts in. Unset: the tier device's own size
+    /// (for a tier on a partition or a file, less than the drive: the judgement errs safe).
+    pub drive_size: Option<ByteSize>,
 }
 
 /// The `[tracker]` table as written.
@@ -154,6 +159,10 @@ pub struct TierConfig {
     pub encrypt: TierEncryption,
     /// True when the path is tierd's own default file in the state directory.
     pub embedded: bool,
+    /// See [`RawTier::dwpd`].
+    pub dwpd: Option<f64>,
+    /// See [`RawTier::drive_size`].
+    pub drive_size: Option<u64>,
 }
 
 /// The resolved tracker settings.
@@ -293,6 +302,9 @@ impl RawConfig {
         if size < 40 << 10 {
             errs.push(format!("tier.size {} is too small for a swap area", human(size)));
         }
+        if let Some(d) = self.tier.dwpd.filter(|d| !(*d > 0.0 && *d <= 100.0)) {
+            errs.push(format!("tier.dwpd {d} must be above 0 and at most 100 drive writes per day"));
+        }
         TierConfig {
             path,
             size,
@@ -300,6 +312,8 @@ impl RawConfig {
             force: self.tier.force,
             encrypt: self.tier.encrypt,
             embedded,
+            dwpd: self.tier.dwpd,
+            drive_size: self.tier.drive_size.map(|s| s.0),
         }
     }
 
@@ -421,6 +435,19 @@ mod tests {
     fn tier_size_follows_budget_and_ratio() {
         let raw = RawConfig::from_toml("dram_budget = \"1G\"\nratio = 1.5\n").unwrap();
         assert_eq!(raw.validate(HOST).unwrap().tier.size, 1537 * MIB);
+    }
+
+    #[test]
+    fn the_drives_endurance_is_optional_and_checked() {
+        let c = RawConfig::from_toml("[tier]\ndwpd = 0.3\ndrive_size = \"1T\"\n").unwrap().validate(HOST).unwrap();
+        assert_eq!((c.tier.dwpd, c.tier.drive_size), (Some(0.3), Some(1 << 40)));
+        let c = RawConfig::from_toml("").unwrap().validate(HOST).unwrap();
+        assert_eq!((c.tier.dwpd, c.tier.drive_size), (None, None), "not judged unless told");
+        for bad in ["0", "-1", "101", "nan"] {
+            let raw = RawConfig::from_toml(&format!("[tier]\ndwpd = {bad}\n")).unwrap();
+            let ConfigError::Invalid(errs) = raw.validate(HOST).unwrap_err() else { panic!() };
+            assert!(errs.join("\n").contains("tier.dwpd"), "{bad}: {errs:?}");
+        }
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct HostFigures {
     pub tier_faults: crate::tier_faults::TierFaults,
     /// Whether the tier is encrypted: `Ok(cipher)`, or `Err(why not)`; `None` without a tier.
     pub tier_encryption: Option<Result<String, String>>,
+    /// The tier's writes against the drive's rating; `None` without a tier.
+    pub tier_wear: Option<crate::wear::Wear>,
 }
 
 /// One health check: its colour, what it saw and, when not green, what to do.
@@ -152,6 +154,7 @@ fn tier_checks(h: &HostFigures) -> Vec<Check> {
         )),
         None => {}
     }
+    out.extend(h.tier_wear.map(wear_check));
     if h.tier_drained {
         out.push(check(
             "tier",
@@ -174,6 +177,37 @@ fn tier_checks(h: &HostFigures) -> Vec<Check> {
         ));
     }
     out
+}
+
+/// The tier's writes against what its drive is rated to take per day.
+fn wear_check(w: crate::wear::Wear) -> Check {
+    use crate::size::human;
+    let rate = match w.per_day_bytes {
+        Some(r) => format!(
+            "tier writes {}/day over the last hour ({} in the last day)",
+            human(r as u64),
+            human(w.last_day_bytes)
+        ),
+        None => format!(
+            "tier writes: {} in {:.0} min (a rate is judged after an hour)",
+            human(w.written_bytes),
+            w.measured_secs / 60.0
+        ),
+    };
+    let rating = match (w.rated_per_day_bytes, w.per_day_bytes) {
+        (Some(rated), Some(r)) => {
+            format!(", {:.0}% of the drive's rated {}/day", r * 100.0 / rated, human(rated as u64))
+        }
+        (Some(rated), None) => format!("; the drive is rated for {}/day", human(rated as u64)),
+        (None, _) => "; the drive's endurance is not configured (tier.dwpd)".to_string(),
+    };
+    check(
+        "tier_wear",
+        w.colour(),
+        rate + &rating,
+        "the tier is written faster than its drive is rated for and will wear out early: lower the ratio or give \
+         tenants more DRAM (fewer pages move), or put the tier on a drive rated for more writes a day",
+    )
 }
 
 /// Tenants stuck at their limit, and tenants whose operations failed.
@@ -278,6 +312,36 @@ mod tests {
         let lat = c.iter().find(|c| c.name == "tier_read_latency").unwrap();
         assert_eq!((lat.colour, lat.advice.is_none()), (Colour::Green, true), "{lat:?}");
         assert!(c.iter().all(|c| c.name != "tenant_errors" && c.name != "demotion"));
+    }
+
+    #[test]
+    fn tier_wear_is_judged_against_the_drives_rating_and_said_either_way() {
+        use crate::wear::Wear;
+        let gib = (1u64 << 30) as f64;
+        let wear = |w: Wear| {
+            let c = checks(&HostFigures { tier_wear: Some(w), ..HostFigures::default() });
+            c.into_iter().find(|c| c.name == "tier_wear").expect("said whenever there is a tier")
+        };
+        let hot = wear(Wear {
+            per_day_bytes: Some(1500.0 * gib),
+            last_day_bytes: 1 << 40,
+            rated_per_day_bytes: Some(1000.0 * gib),
+            measured_secs: 7200.0,
+            ..Wear::default()
+        });
+        assert_eq!(hot.colour, Colour::Red);
+        assert!(hot.message.contains("150% of the drive's rated 1000 GiB/day"), "{}", hot.message);
+        assert!(hot.advice.as_deref().unwrap().contains("lower the ratio"));
+        let unrated = wear(Wear { per_day_bytes: Some(1500.0 * gib), ..Wear::default() });
+        assert_eq!((unrated.colour, unrated.message.contains("not configured (tier.dwpd)")), (Colour::Green, true));
+        let early = wear(Wear {
+            written_bytes: 3 << 30,
+            measured_secs: 600.0,
+            rated_per_day_bytes: Some(gib),
+            ..Wear::default()
+        });
+        assert_eq!(early.colour, Colour::Green, "ten minutes decide nothing: {}", early.message);
+        assert!(early.message.contains("3 GiB in 10 min"), "{}", early.message);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod tier_faults;
 pub mod tlb;
 pub mod vm;
 pub mod waits;
+pub mod wear;
 
 pub use name::TenantName;
 pub use size::ByteSize;

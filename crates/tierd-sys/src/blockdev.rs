@@ -145,6 +145,12 @@ pub fn device_number(sys_root: &Path, name: &str) -> Option<(u32, u32)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
+/// The size of the disk the kernel calls `name`, from sysfs (in 512-byte sectors there).
+pub fn disk_size(sys_root: &Path, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(sys_root.join("class/block").join(name).join("size")).ok()?;
+    text.trim().parse::<u64>().ok().map(|sectors| sectors * 512)
+}
+
 /// The kernel name of the block device holding `file` (its filesystem's device).
 pub fn device_of_file(sys_root: &Path, file: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
@@ -180,6 +186,15 @@ mod tests {
         std::fs::write(t.path().join("block/loop3/loop/backing_file"), "/ab/tier.swap\n").unwrap();
         assert_eq!(loops_under(t.path(), Path::new("/a")), found);
         assert_eq!(loops_under(t.path(), Path::new("/b")), vec![PathBuf::from("/dev/loop1")]);
+    }
+
+    #[test]
+    fn a_disks_size_is_its_sysfs_sectors() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("class/block/nvme0n1")).unwrap();
+        std::fs::write(t.path().join("class/block/nvme0n1/size"), "1953525168\n").unwrap();
+        assert_eq!(disk_size(t.path(), "nvme0n1"), Some(1_000_204_886_016));
+        assert_eq!(disk_size(t.path(), "sdz"), None);
     }
 
     #[test]

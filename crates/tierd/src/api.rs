@@ -200,6 +200,9 @@ pub struct TierStatus {
     pub read_errors: u64,
     #[serde(default)]
     pub write_errors: u64,
+    /// Bytes written to the tier device and its rate against the drive's rating.
+    #[serde(default)]
+    pub wear: Option<tierd_core::wear::Wear>,
 }
 
 /// What `tierctl tier drain` did.

@@ -34,6 +34,10 @@ pub struct Args {
     /// can), on (or do not start), off.
     #[arg(long)]
     pub tier_encrypt: Option<TierEncryption>,
+    /// Drive writes per day the tier's drive is rated for: health compares the tier's
+    /// write rate with it (yellow above half, red above all of it).
+    #[arg(long)]
+    pub tier_dwpd: Option<f64>,
     /// Take a tier device even if it holds a filesystem signature.
     #[arg(long)]
     pub force_tier: bool,

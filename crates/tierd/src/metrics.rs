@@ -200,6 +200,26 @@ pub fn render(s: &Status) -> String {
     if let Some(us) = s.tier.read_latency_us {
         w.sample("tierd_tier_read_latency_seconds", &[], us / 1e6);
     }
+    if let Some(wear) = &s.tier.wear {
+        w.family("tierd_tier_written_bytes_total", "counter", "Bytes written to the tier device since tierd started.");
+        w.sample("tierd_tier_written_bytes_total", &[], wear.written_bytes as f64);
+        w.family(
+            "tierd_tier_writes_per_day_bytes",
+            "gauge",
+            "The last hour's tier writes as bytes a day (absent until an hour is measured).",
+        );
+        if let Some(rate) = wear.per_day_bytes {
+            w.sample("tierd_tier_writes_per_day_bytes", &[], rate);
+        }
+        w.family(
+            "tierd_tier_rated_writes_per_day_bytes",
+            "gauge",
+            "What the tier's drive is rated to take a day: DWPD x its size (absent unless tier.dwpd is set).",
+        );
+        if let Some(rated) = wear.rated_per_day_bytes {
+            w.sample("tierd_tier_rated_writes_per_day_bytes", &[], rated);
+        }
+    }
     w.gauge(
         "tierd_tier_utilization_ratio",
         "Fraction of the last interval the tier device was busy.",
@@ -369,6 +389,24 @@ pub(crate) mod tests {
     fn label_values_are_escaped() {
         let page = render(&status());
         assert!(page.contains(r#"reason="active 150 B \"hot\"\nfine"} 1"#), "{page}");
+    }
+
+    #[test]
+    fn tier_wear_is_exposed_once_measured_and_rated() {
+        let mut s = status();
+        s.tier.wear = Some(tierd_core::wear::Wear { written_bytes: 5 << 30, ..Default::default() });
+        let page = render(&s);
+        assert!(page.contains("tierd_tier_written_bytes_total 5368709120\n"), "{page}");
+        assert!(!page.lines().any(|l| l.starts_with("tierd_tier_writes_per_day_bytes ")), "not before an hour");
+        assert!(!page.lines().any(|l| l.starts_with("tierd_tier_rated_writes_per_day_bytes ")), "unrated");
+        s.tier.wear = Some(tierd_core::wear::Wear {
+            per_day_bytes: Some(2e12),
+            rated_per_day_bytes: Some(1e12),
+            ..Default::default()
+        });
+        let page = render(&s);
+        assert!(page.contains("tierd_tier_writes_per_day_bytes 2000000000000\n"), "{page}");
+        assert!(page.contains("tierd_tier_rated_writes_per_day_bytes 1000000000000\n"), "{page}");
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct Tier {
     pub disk: Option<String>,
     /// That device's number, as the kernel's swap I/O errors name it.
     pub device_number: Option<(u32, u32)>,
+    /// That device's size: what a drive's rated writes per day count in, unless configured.
+    pub disk_bytes: Option<u64>,
     /// Why `setup` left the tier unencrypted (see [`Tier::encryption`]).
     clear_because: Option<String>,
 }
@@ -240,7 +242,13 @@ impl Tier {
     /// A tier as the engine sees one, never set up: for the engine's fixture tests.
     #[cfg(test)]
     pub(crate) fn unset(record: TierRecord, disk: &str, device_number: (u32, u32)) -> Tier {
-        Tier { record, disk: Some(disk.to_string()), device_number: Some(device_number), clear_because: None }
+        Tier {
+            record,
+            disk: Some(disk.to_string()),
+            device_number: Some(device_number),
+            disk_bytes: None,
+            clear_because: None,
+        }
     }
 
     /// Sets up the tier described by `cfg`, or adopts the one `previous` left active.
@@ -359,7 +367,8 @@ impl Tier {
             Backing::File => blockdev::device_of_file(sys, &record.path),
         };
         let device_number = disk.as_deref().and_then(|d| blockdev::device_number(sys, d));
-        Tier { record, disk, device_number, clear_because: None }
+        let disk_bytes = disk.as_deref().and_then(|d| blockdev::disk_size(sys, d));
+        Tier { record, disk, device_number, disk_bytes, clear_because: None }
     }
 
     /// The cipher the tier is encrypted with, or why it is not: the one answer that the

@@ -29,6 +29,8 @@ fn metric(page: &str, series: &str) -> Option<f64> {
 
 fn http_daemon() -> (Daemon, String) {
     let mut d = Daemon::start(&[
+        "--tier-dwpd",
+        "1",
         "--dram-budget",
         "1G",
         "--ratio",
@@ -97,6 +99,21 @@ fn metrics_move_with_a_real_tenant() {
         demoted.trim(),
         d.status()["tenants"]
     );
+
+    // The tier device's wear: every byte on the tier was written there since this tierd
+    // made it, and the drive's rating is DWPD (1 here) × the tier device's size.
+    let s = d.status();
+    let u = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let (wear, used, size) = (&s["tier"]["wear"], u(&s["tier"]["used_bytes"]), u(&s["tier"]["size_bytes"]));
+    assert!(used > 64 * MIB && u(&wear["written_bytes"]) as f64 >= 0.9 * used as f64, "{:#}", s["tier"]);
+    let rated = wear["rated_per_day_bytes"].as_f64().expect("rated with --tier-dwpd") as u64;
+    assert!((size..=size + 2 * MIB).contains(&rated), "rated {rated} for a {size}-byte tier: {:#}", s["tier"]);
+    let check = s["health"].as_array().unwrap().iter().find(|c| c["name"] == "tier_wear").expect("a wear check");
+    assert_eq!(check["colour"], "green", "an hour decides, not a minute: {check}");
+    assert!(check["message"].as_str().unwrap().contains("a rate is judged after an hour"), "{check}");
+    let page = get(&addr, "/metrics").1;
+    assert!(metric(&page, "tierd_tier_written_bytes_total").is_some_and(|w| w >= 0.9 * used as f64), "{page}");
+    assert_eq!(metric(&page, "tierd_tier_rated_writes_per_day_bytes"), Some(rated as f64));
 
     // The history has points (one per 10 s) with the tenant in them.
     let (code, hist) = get(&addr, "/api/history");

@@ -62,6 +62,7 @@ fn merged_config(args: &Args) -> anyhow::Result<RawConfig> {
     raw.tier.backing = args.tier_backing.unwrap_or(raw.tier.backing);
     raw.tier.force |= args.force_tier;
     raw.tier.encrypt = args.tier_encrypt.unwrap_or(raw.tier.encrypt);
+    raw.tier.dwpd = args.tier_dwpd.or(raw.tier.dwpd);
     Ok(raw)
 }
 

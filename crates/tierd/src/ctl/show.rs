@@ -30,6 +30,7 @@ pub fn tier_line(t: &crate::api::TierStatus) -> String {
         t.read_latency_us
             .map_or("-".into(), |l| format!("{l:.0}µs ({})", t.read_latency_health.as_deref().unwrap_or("?")))
     ) + if t.cipher.is_some() { "  encrypted" } else { "  not encrypted" }
+        + &t.wear.map_or(String::new(), |w| format!("  written {}", human(w.written_bytes)))
         + &failing(t)
 }
 
@@ -307,6 +308,14 @@ mod tests {
         assert_eq!(health_line(&c, false), "green  active memory 81% of DRAM");
         let coloured = health_line(&c, true);
         assert!(coloured.starts_with("\x1b[") && coloured.contains("green"), "coloured on a terminal: {coloured:?}");
+    }
+
+    #[test]
+    fn the_tier_line_says_what_the_device_took() {
+        let mut t = crate::api::TierStatus { size_bytes: GIB, ..Default::default() };
+        assert!(!tier_line(&t).contains("written"), "nothing said before anything is measured");
+        t.wear = Some(tierd_core::wear::Wear { written_bytes: 3 * GIB, ..Default::default() });
+        assert!(tier_line(&t).ends_with("not encrypted  written 3 GiB"), "{}", tier_line(&t));
     }
 
     #[test]

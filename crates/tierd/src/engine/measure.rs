@@ -220,6 +220,8 @@ impl Engine {
             view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;
             view.write_bytes_per_sec = cur.pswpout.saturating_sub(prev.pswpout) as f64 * 4096.0 / dt;
             if let (Some(a), Some(b)) = (prev.disk, cur.disk) {
+                // Every write the device took, sampling's and relayout's too: all wear it.
+                self.tier_writes.add(now_secs(), b.sectors_written.saturating_sub(a.sectors_written) * 512);
                 view.read_latency_us = b.read_latency_us_since(&a);
                 view.utilization = (b.io_ms.saturating_sub(a.io_ms) as f64 / (dt * 1000.0)).min(1.0);
             }

@@ -118,6 +118,8 @@ pub struct Engine {
     kernel_log: Option<tierd_sys::kmsg::KernelLog>,
     /// Failed swap I/O on the tier since this tierd set it up.
     tier_faults: TierFaults,
+    /// Bytes written to the tier device, for its wear.
+    tier_writes: tierd_core::wear::WriteLog,
     _lock: File,
 }
 
@@ -157,6 +159,7 @@ impl Engine {
             watch_read_us: 80.0,
             kernel_log,
             tier_faults: TierFaults::default(),
+            tier_writes: Default::default(),
             _lock: lock,
         }
     }

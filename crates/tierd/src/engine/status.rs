@@ -62,7 +62,16 @@ impl Engine {
             not_encrypted_because: t.encryption().err(),
             read_errors: self.tier_faults.read_errors,
             write_errors: self.tier_faults.write_errors,
+            wear: Some(self.tier_wear()),
         }
+    }
+
+    /// The tier's writes against its drive's rating (DWPD × the drive's size, the
+    /// configured one or the tier device's).
+    fn tier_wear(&self) -> tierd_core::wear::Wear {
+        let drive = self.cfg.tier.drive_size.or(self.tier.as_ref().and_then(|t| t.disk_bytes));
+        let rated = self.cfg.tier.dwpd.zip(drive).map(|(dwpd, bytes)| dwpd * bytes as f64);
+        self.tier_writes.wear(now_secs(), rated)
     }
 
     /// The host's figures the health checks judge.
@@ -85,6 +94,7 @@ impl Engine {
             tier_drained: self.tier.is_none(),
             tier_faults: self.tier_faults,
             tier_encryption: self.tier.as_ref().map(|t| t.encryption().map(str::to_string)),
+            tier_wear: self.tier.as_ref().map(|_| self.tier_wear()),
         }
     }
 
