@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use tierd_core::health::Colour;
 
-use crate::api::{Status, TenantStatus};
+use crate::api::{Status, TenantStatus, TierStatus};
 
 /// The content type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -62,6 +62,14 @@ impl Writer {
     fn gauge(&mut self, name: &str, help: &str, v: f64) {
         self.family(name, "gauge", help);
         self.sample(name, &[], v);
+    }
+
+    /// A family whose one sample is there only when its value is known.
+    fn maybe(&mut self, name: &str, kind: &str, help: &str, v: Option<f64>) {
+        self.family(name, kind, help);
+        if let Some(v) = v {
+            self.sample(name, &[], v);
+        }
     }
 }
 
@@ -181,50 +189,7 @@ pub fn render(s: &Status) -> String {
     w.gauge("tierd_capacity_bytes", "DRAM + ratio x DRAM, limited by the tier's size.", b(s.capacity_bytes));
     w.gauge("tierd_committed_bytes", "Memory committed to tenants.", b(s.committed_bytes));
     w.gauge("tierd_overcommit_ratio", "Sum of tenant sizes over the DRAM budget.", s.overcommit);
-    w.gauge("tierd_tier_size_bytes", "Size of the tier (swap area).", b(s.tier.size_bytes));
-    w.gauge("tierd_tier_used_bytes", "Bytes on the tier.", b(s.tier.used_bytes));
-    w.gauge("tierd_tier_read_bytes_per_second", "Tier reads over the last interval.", s.tier.read_bytes_per_sec);
-    w.gauge("tierd_tier_write_bytes_per_second", "Tier writes over the last interval.", s.tier.write_bytes_per_sec);
-    w.family(
-        "tierd_tier_io_errors_total",
-        "counter",
-        "Swap I/O the tier device failed (the kernel's log; a lower bound).",
-    );
-    w.sample("tierd_tier_io_errors_total", &[("op", "read")], s.tier.read_errors as f64);
-    w.sample("tierd_tier_io_errors_total", &[("op", "write")], s.tier.write_errors as f64);
-    w.family(
-        "tierd_tier_read_latency_seconds",
-        "gauge",
-        "Average read latency of the tier device over the last interval (absent without reads).",
-    );
-    if let Some(us) = s.tier.read_latency_us {
-        w.sample("tierd_tier_read_latency_seconds", &[], us / 1e6);
-    }
-    if let Some(wear) = &s.tier.wear {
-        w.family("tierd_tier_written_bytes_total", "counter", "Bytes written to the tier device since tierd started.");
-        w.sample("tierd_tier_written_bytes_total", &[], wear.written_bytes as f64);
-        w.family(
-            "tierd_tier_writes_per_day_bytes",
-            "gauge",
-            "The last hour's tier writes as bytes a day (absent until an hour is measured).",
-        );
-        if let Some(rate) = wear.per_day_bytes {
-            w.sample("tierd_tier_writes_per_day_bytes", &[], rate);
-        }
-        w.family(
-            "tierd_tier_rated_writes_per_day_bytes",
-            "gauge",
-            "What the tier's drive is rated to take a day: DWPD x its size (absent unless tier.dwpd is set).",
-        );
-        if let Some(rated) = wear.rated_per_day_bytes {
-            w.sample("tierd_tier_rated_writes_per_day_bytes", &[], rated);
-        }
-    }
-    w.gauge(
-        "tierd_tier_utilization_ratio",
-        "Fraction of the last interval the tier device was busy.",
-        s.tier.utilization,
-    );
+    tier(&mut w, &s.tier);
     w.gauge(
         "tierd_promotions_per_second",
         "Pages read back from the tier per second (tier-1 faults, prefetch).",
@@ -241,7 +206,52 @@ pub fn render(s: &Status) -> String {
     w.gauge("tierd_process_resident_memory_bytes", "tierd's own resident memory.", b(s.tierd_rss_bytes));
     w.gauge("tierd_uptime_seconds", "Seconds since tierd started.", s.uptime_secs);
 
-    let running: Vec<&TenantStatus> = s.tenants.iter().filter(|t| t.state == "running").collect();
+    tenants(&mut w, &s.tenants);
+    w.out
+}
+
+/// The tier's size, traffic, errors, latency and wear.
+fn tier(w: &mut Writer, t: &TierStatus) {
+    let b = |v: u64| v as f64;
+    w.gauge("tierd_tier_size_bytes", "Size of the tier (swap area).", b(t.size_bytes));
+    w.gauge("tierd_tier_used_bytes", "Bytes on the tier.", b(t.used_bytes));
+    w.gauge("tierd_tier_read_bytes_per_second", "Tier reads over the last interval.", t.read_bytes_per_sec);
+    w.gauge("tierd_tier_write_bytes_per_second", "Tier writes over the last interval.", t.write_bytes_per_sec);
+    w.family(
+        "tierd_tier_io_errors_total",
+        "counter",
+        "Swap I/O the tier device failed (the kernel's log; a lower bound).",
+    );
+    w.sample("tierd_tier_io_errors_total", &[("op", "read")], t.read_errors as f64);
+    w.sample("tierd_tier_io_errors_total", &[("op", "write")], t.write_errors as f64);
+    w.maybe(
+        "tierd_tier_read_latency_seconds",
+        "gauge",
+        "Average read latency of the tier device over the last interval (absent without reads).",
+        t.read_latency_us.map(|us| us / 1e6),
+    );
+    if let Some(wear) = &t.wear {
+        let help = "Bytes written to the tier device since tierd started.";
+        w.maybe("tierd_tier_written_bytes_total", "counter", help, Some(wear.written_bytes as f64));
+        w.maybe(
+            "tierd_tier_writes_per_day_bytes",
+            "gauge",
+            "The last hour's tier writes as bytes a day (absent until an hour is measured).",
+            wear.per_day_bytes,
+        );
+        w.maybe(
+            "tierd_tier_rated_writes_per_day_bytes",
+            "gauge",
+            "What the tier's drive is rated to take a day: DWPD x its size (absent unless tier.dwpd is set).",
+            wear.rated_per_day_bytes,
+        );
+    }
+    w.gauge("tierd_tier_utilization_ratio", "Fraction of the last interval the tier device was busy.", t.utilization);
+}
+
+/// One sample per running tenant of each tenant family, its errors and its last decision.
+fn tenants(w: &mut Writer, all: &[TenantStatus]) {
+    let running: Vec<&TenantStatus> = all.iter().filter(|t| t.state == "running").collect();
     w.gauge("tierd_tenants", "Running tenants.", running.len() as f64);
     for (name, kind, help, value) in TENANT_FAMILIES {
         w.family(name, kind, help);
@@ -261,13 +271,11 @@ pub fn render(s: &Status) -> String {
     for t in &running {
         w.sample("tierd_tenant_decision_info", &[("tenant", &t.name), ("reason", &t.reason)], 1.0);
     }
-    w.out
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::api::TierStatus;
     use tierd_core::health::Check;
 
     fn tenant(name: &str, state: &str) -> TenantStatus {
