@@ -1,11 +1,10 @@
 //! Crash at every step: tierd is killed (SIGKILL, at a `crash_point!`) during start-up,
-//! a control-loop pass, a quota write, a demotion, a prefetch, a state save, a drain
-//! and shutdown. (The relayout crash point has no case here: its trigger, a resting
-//! tenant's working set pushed out by a neighbour, brought tierd there in 20 s in one
-//! run and not within 90 s in two.) Each time its tenants keep running, a restarted tierd
-//! re-adopts them with their settings, every page verifies, and once it stops nothing
-//! is stranded: no swap area, loop device or cgroup. Needs the failpoints build of
-//! tierd (scripts/test.sh makes it; required in CI through `TIERD_REQUIRE_FAILPOINTS`).
+//! a control-loop pass, a quota write, a demotion, a prefetch, a relayout, a state save,
+//! a drain and shutdown. Each time its tenants keep running, a restarted tierd re-adopts
+//! them with their settings, every page verifies, and once it stops nothing is
+//! stranded: no swap area, loop device or cgroup. Needs the failpoints build of tierd
+//! (scripts/test.sh makes it; required in CI through `TIERD_REQUIRE_FAILPOINTS`).
+//! `TIERD_CRASH_POINTS=relayout,drain` runs only those cases.
 
 mod support;
 
@@ -26,6 +25,25 @@ struct Case {
 const STATIC: &[&str] = &["--dram-budget", "128M", "--ratio", "2", "--policy", "static", "--interval", "1s"];
 const ROOMY: &[&str] = &["--dram-budget", "384M", "--ratio", "1", "--policy", "static", "--interval", "1s"];
 const ACTIVE: &[&str] = &["--size", "192M", "--hot", "16M", "--phase", "active:600s", "--json"];
+/// The `tierd` policy, with a tier that has free 2 MiB clusters for whole huge pages.
+const RELAYOUT: &[&str] = &[
+    "--dram-budget",
+    "128M",
+    "--ratio",
+    "2",
+    "--tier-size",
+    "1G",
+    "--policy",
+    "tierd",
+    "--interval",
+    "2s",
+    "--window",
+    "16s",
+];
+/// A hot set beyond the budget thrashes, so reclaim scatters it over the tier a page at a
+/// time; at rest tierd lays it out in runs (as in policy.rs's relayout test).
+const THRASH_THEN_REST: &[&str] =
+    &["--size", "192M", "--hot", "160M", "--phase", "active:16s,idle:600s", "--json", "--report", "2s"];
 
 fn nothing(_: &mut Daemon) {}
 
@@ -64,6 +82,13 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            point: "relayout",
+            spec: "relayout=return",
+            tierd: RELAYOUT,
+            workload: THRASH_THEN_REST,
+            trigger: nothing,
+        },
+        Case {
             point: "save",
             spec: "save=1*off->return",
             tierd: STATIC,
@@ -96,7 +121,9 @@ fn killed_at_every_step_tierd_comes_back_to_its_tenants_and_strands_nothing() {
     if failpoints_bin().is_none() {
         return;
     }
-    for case in cases() {
+    let only = std::env::var("TIERD_CRASH_POINTS").ok();
+    let chosen = |c: &Case| only.as_deref().is_none_or(|o| o.split(',').any(|p| p == c.point));
+    for case in cases().into_iter().filter(chosen) {
         eprintln!("crash at {}: {}", case.point, crash_and_come_back(&case));
     }
 }
