@@ -571,10 +571,11 @@ mod failing_tier {
                 "woke {woke}: a limit write would wait on reclaim retrying the writes"
             );
             assert_eq!(quota(&e, "db"), Some(512 * MIB), "woke {woke}");
-            let said: Vec<String> = e.events.recent(50).into_iter().map(|ev| ev.message).collect();
+            let said = fixture::said(&e);
             assert!(
                 said.iter()
-                    .any(|m| m == "quota stays 512 MiB: the tier device is failing, so the cut to 256 MiB is not made"),
+                    .any(|m| m
+                        == "db: quota stays 512 MiB: the tier device is failing, so the cut to 256 MiB is not made"),
                 "woke {woke}: {said:?}"
             );
             let writes = cg.writes.lock().unwrap();

@@ -152,6 +152,15 @@ pub fn add_tenant<'a>(engine: &'a mut Engine, name: &str, quota: Option<u64>, dr
     engine.tenants.entry(name).or_insert(t)
 }
 
+/// The engine's recent events as `tenant: message` (a host event has no `tenant: `).
+pub fn said(e: &Engine) -> Vec<String> {
+    let line = |ev: crate::api::Event| match ev.tenant {
+        Some(t) => format!("{t}: {}", ev.message),
+        None => ev.message,
+    };
+    e.events.recent(50).into_iter().map(line).collect()
+}
+
 /// This test's own process, as the one process of a tenant.
 pub fn this_process() -> Pidfd {
     Pidfd::open(std::process::id()).expect("a pidfd of the test process")

@@ -333,10 +333,6 @@ mod stages {
         (cg, e)
     }
 
-    fn said(e: &Engine) -> Vec<String> {
-        e.events.recent(20).into_iter().map(|ev| format!("{}: {}", ev.tenant.unwrap_or_default(), ev.message)).collect()
-    }
-
     #[test]
     fn a_saved_tenant_whose_cgroup_still_has_processes_is_readopted_and_one_emptied_meanwhile_has_exited() {
         let dir = tempfile::tempdir().unwrap();
@@ -346,7 +342,7 @@ mod stages {
         assert_eq!(e.tenants[&name("db")].pids(), [std::process::id()]);
         assert_eq!(e.tenants[&name("old")].life, Life::Exited { code: None });
         assert_eq!(*cg.writes.lock().unwrap(), [Write::Remove("tierd/tenants/old".into())], "db's cgroup is kept");
-        let said = said(&e);
+        let said = fixture::said(&e);
         assert!(said.iter().any(|m| m.starts_with("db: re-adopted, pids")), "{said:?}");
         assert!(said.iter().any(|m| m == "old: exited while tierd was down (exit code unknown)"), "{said:?}");
     }
@@ -366,7 +362,7 @@ mod stages {
         assert_eq!(e.tenants[&name("lost")].spec, TenantSpec::new(name("lost")), "defaults");
         assert!(!e.tenants.contains_key(&name("empty")));
         assert_eq!(*cg.writes.lock().unwrap(), [Write::Remove("tierd/tenants/empty".into())]);
-        let said = said(&e);
+        let said = fixture::said(&e);
         assert!(said.iter().any(|m| m.starts_with("lost: found a tenant cgroup without saved settings")), "{said:?}");
     }
 

@@ -463,7 +463,10 @@ mod stages {
         fixture::add_tenant(&mut e, "db", None, 64 * MIB);
         e.reap();
         assert!(e.snapshot().tenants.is_empty(), "a tenant with no processes left has exited");
-        let said: Vec<String> = e.events.recent(10).into_iter().map(|ev| ev.message).collect();
-        assert!(said.iter().any(|m| m.starts_with("exited (exit code unknown); its cgroup is removed")), "{said:?}");
+        let said = fixture::said(&e);
+        assert!(
+            said.iter().any(|m| m.starts_with("gone: exited (exit code unknown); its cgroup is removed")),
+            "{said:?}"
+        );
     }
 }

@@ -224,10 +224,10 @@ mod waiters {
         let db = &e.tenants[&"db".parse::<TenantName>().unwrap()];
         assert_eq!(db.room, Some(80 * MIB), "recorded apart from the quota, which the next pass writes back");
         assert_eq!(db.quota, Some(64 * MIB));
-        let said: Vec<String> = e.events.recent(10).into_iter().map(|ev| ev.message).collect();
+        let said = fixture::said(&e);
         assert!(
             said.iter()
-                .any(|m| m.starts_with("waited at its quota 64 MiB") && m.ends_with("room up to 80 MiB at once")),
+                .any(|m| m.starts_with("db: waited at its quota 64 MiB") && m.ends_with("room up to 80 MiB at once")),
             "{said:?}"
         );
     }
@@ -237,7 +237,7 @@ mod waiters {
         let (cg, mut e) = engine(&[]);
         e.release_waiters();
         assert!(cg.writes.lock().unwrap().is_empty());
-        assert!(e.events.recent(10).is_empty());
+        assert!(fixture::said(&e).is_empty());
     }
 
     #[test]
