@@ -16,6 +16,8 @@ cd "$(dirname "$0")/.."
 (($#)) || set -- 6.12 6.1
 # shellcheck source=scripts/guest-lib.sh
 source scripts/guest-lib.sh
+# Run alone on a fresh host (not after guest.sh), it needs cpio and dmsetup too.
+host_tools
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

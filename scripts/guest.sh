@@ -13,18 +13,9 @@ cd "$(dirname "$0")/.."
 out=target/guest
 mkdir -p "$out/dl"
 
-need_apt=()
-command -v qemu-system-x86_64 >/dev/null 2>&1 || need_apt+=(qemu-system-x86)
-command -v cpio >/dev/null 2>&1 || need_apt+=(cpio)
-# The fault guest's failing tier is a device-mapper table; dmsetup is copied into it.
-command -v dmsetup >/dev/null 2>&1 || need_apt+=(dmsetup)
-if ((${#need_apt[@]})); then
-  echo "guest: installing ${need_apt[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
-fi
-
 # shellcheck source=scripts/guest-lib.sh
 source scripts/guest-lib.sh
+host_tools
 if [ ! -f "$out/vmlinuz" ]; then
   kernel_pkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
   kernel=$(kernel_pkg)
