@@ -44,6 +44,10 @@ pub const FAST_BYTES_PER_SEC: f64 = 1.6 * (1u64 << 30) as f64;
 /// ~150 MiB/s (DESIGN, the `tierd` policy's wake-up measurements).
 pub const FAST_PREFETCH_RUN_BYTES_PER_SEC: f64 = 1.5 * (1u64 << 30) as f64;
 pub const FAST_PREFETCH_SCATTERED_BYTES_PER_SEC: f64 = 150.0 * (1u64 << 20) as f64;
+/// What one pass reads back to lay a resting working set out: the engine gives relayout
+/// a 1 s slice a pass (it holds the control loop meanwhile), which read 63, 88 and
+/// 87 MiB of scattered pages back on the fast tier (wake-up/fast, 2026-11-29).
+pub const RELAYOUT_PASS_BYTES: f64 = 88.0 * (1u64 << 20) as f64;
 /// The hard-disk-like tier: reads throttled to 150 IOPS and 150 MB/s (suite).
 pub const SLOW_IOPS: f64 = 150.0;
 pub const SLOW_BYTES_PER_SEC: f64 = 150e6;

@@ -19,7 +19,9 @@ use tierd_core::policy::{self, Knobs};
 use tierd_core::snapshot::{Snapshot, TenantView, TierView};
 use tierd_core::tenant::TenantSpec;
 
-use crate::calib::{MOVE_CPU_SECS_PER_GIB, PAGE, PAGEOUT_BYTES_PER_SEC, PASS_CPU_SECS_PER_TENANT, REGION};
+use crate::calib::{
+    MOVE_CPU_SECS_PER_GIB, PAGE, PAGEOUT_BYTES_PER_SEC, PASS_CPU_SECS_PER_TENANT, REGION, RELAYOUT_PASS_BYTES,
+};
 use crate::host::Host;
 use crate::tracker::{Observation, Tracker};
 
@@ -346,9 +348,15 @@ impl Engine {
         let region = |r: &tierd_core::snapshot::Range| (r.start / REGION) as usize;
         let mut paged = 0.0;
         let mut relaid = Vec::new();
+        // What a pass's relayout slice reads back; the rest waits for the next pass.
+        let mut slice = RELAYOUT_PASS_BYTES;
         for r in tp.relayout.iter().map(region) {
             let (runs, scattered) = host.tenants[i].mem.region_tier(r);
             if scattered > 0.5 {
+                if slice <= 0.0 {
+                    continue;
+                }
+                slice -= (runs + scattered) * PAGE;
                 host.prefetch.push_back((i, r, true));
             } else if runs > 0.5 || host.tenants[i].mem.region(r).0 > 0.5 {
                 paged += host.tenants[i].mem.page_out(r);
