@@ -101,6 +101,14 @@ pub struct TierView {
     pub write_bytes_per_sec: f64,
     /// Fraction of the interval the device was busy (0..=1).
     pub utilization: f64,
+    /// Of it, busy with I/O other than tierd's own page moves: what a relayout would
+    /// compete with. (Judged on the whole, each relayout kept the next pass from one.)
+    #[serde(default)]
+    pub others_utilization: f64,
+    /// Share of the interval's tier reads that were tierd's own prefetch and relayout:
+    /// over half, the read latency times tierd's own deep queue, not the tier's health.
+    #[serde(default)]
+    pub own_read_share: f64,
     /// The tier was drained (`tierctl tier drain`) and is off: nothing can be tiered.
     #[serde(default)]
     pub drained: bool,

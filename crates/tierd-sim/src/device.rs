@@ -37,6 +37,8 @@ pub struct Device {
     write_bytes: f64,
     latency_sum: f64,
     busy: f64,
+    /// Of `busy`, the tenants' own demand reads (not tierd's prefetch and relayout).
+    demand_busy: f64,
     span: f64,
 }
 
@@ -47,6 +49,8 @@ pub struct IntervalTraffic {
     pub read_bytes_per_sec: f64,
     pub write_bytes_per_sec: f64,
     pub utilization: f64,
+    /// Busy with the tenants' demand reads alone.
+    pub others_utilization: f64,
 }
 
 impl Device {
@@ -60,6 +64,7 @@ impl Device {
             write_bytes: 0.0,
             latency_sum: 0.0,
             busy: 0.0,
+            demand_busy: 0.0,
             span: 0.0,
         }
     }
@@ -124,7 +129,8 @@ impl Device {
     /// of the device, `written` pages. Moves the latency toward the load's.
     pub fn step(&mut self, now: f64, dt: f64, reads: f64, pages: f64, prefetch_rho: f64, written: f64) {
         let (iops, _) = self.capacity(now);
-        let rho = self.rho(now, reads, pages, dt) + prefetch_rho;
+        let demand = self.rho(now, reads, pages, dt);
+        let rho = demand + prefetch_rho;
         let target = Device::latency_at(rho, iops);
         // Smoothed: the queue builds and drains over a few steps.
         self.latency += (target - self.latency) * 0.3;
@@ -134,6 +140,7 @@ impl Device {
         self.write_bytes += written * PAGE;
         self.latency_sum += reads * self.latency;
         self.busy += rho.min(1.0) * dt;
+        self.demand_busy += demand.min(1.0) * dt;
         self.span += dt;
     }
 
@@ -145,12 +152,14 @@ impl Device {
             read_bytes_per_sec: self.read_bytes / span,
             write_bytes_per_sec: self.write_bytes / span,
             utilization: (self.busy / span).min(1.0),
+            others_utilization: (self.demand_busy / span).min(1.0),
         };
         self.reads = 0.0;
         self.read_bytes = 0.0;
         self.write_bytes = 0.0;
         self.latency_sum = 0.0;
         self.busy = 0.0;
+        self.demand_busy = 0.0;
         self.span = 0.0;
         t
     }

@@ -241,6 +241,7 @@ impl Engine {
             read_bytes_per_sec: traffic.read_bytes_per_sec,
             write_bytes_per_sec: traffic.write_bytes_per_sec,
             utilization: traffic.utilization,
+            others_utilization: traffic.others_utilization,
             ..TierView::default()
         };
         for et in &mut self.tenants {

@@ -41,7 +41,8 @@ pub struct Knobs {
     pub demote_rate: u64,
     /// Prefetch, bytes per second per tenant.
     pub prefetch_rate: u64,
-    /// Relayout only while the tier is busy less than this share of the time.
+    /// Relayout only while the tier is busy with others' I/O (not tierd's own moves)
+    /// less than this share of the time.
     pub relayout_below_utilization: f64,
     /// Free DRAM tierd keeps under the shared limit by demoting the coldest regions
     /// whole, so the kernel never has to reclaim page by page (share of the budget).

@@ -327,6 +327,15 @@ fn tier_throttled(snap: &Snapshot) -> Option<Note> {
     (snap.tier.utilization >= 0.9).then_some(Note::BusyTier { utilization: snap.tier.utilization })
 }
 
+/// Whether relayout may read the tier now: it is not slow for others and not busy with
+/// their I/O. tierd's own reads do not count: a latency timed over an interval of mostly
+/// relayout's deep queue of reads kept every other pass from laying out (wake-up/fast,
+/// 2026-11-29: 2 ms after each relayout pass, a third of a 1 GiB working set laid out).
+fn relayout_may_read(snap: &Snapshot, k: &Knobs) -> bool {
+    let slow = matches!(tier_throttled(snap), Some(Note::SlowTier { .. })) && snap.tier.own_read_share < 0.5;
+    !slow && snap.tier.others_utilization < k.relayout_below_utilization
+}
+
 /// Why a tenant gets its quota: working or at rest, and what it touches or keeps.
 fn reason(s: &State, quota: Option<u64>, window: f64) -> String {
     let t = s.view;
@@ -410,7 +419,7 @@ fn tenant_plan(
     }
     // Relayout: a resting tenant's working set in runs, while the tier is idle.
     if let Some(rest) = t.at_rest_secs {
-        let idle_tier = tier_throttled(snap).is_none() && snap.tier.utilization < k.relayout_below_utilization;
+        let idle_tier = relayout_may_read(snap, k);
         let room = limit >= t.dram + RELAYOUT_ROOM;
         tp.relayout = moves::relayout(t, window, &tp.demote, rate, idle_tier && room && rest >= interval);
         if !tp.relayout.is_empty() {
@@ -567,6 +576,35 @@ mod tests {
         let mut slow = snap_of(GIB, vec![t]);
         slow.tier.read_latency_us = Some(7000.0);
         assert_eq!(plan(&slow, &K).tenants[0].prefetch.len(), 32, "a slow tier reads runs only");
+    }
+
+    #[test]
+    fn a_resting_working_set_is_laid_out_while_only_tierds_own_moves_keep_the_tier_busy() {
+        // At rest 20 s, its 128 MiB working set scattered on the tier; the neighbour is quiet.
+        let mut t = working("sleepy", 512 * MIB, 128 * MIB, 0, 0.0);
+        t.activeness = Some(uniform(0));
+        t.demand_cores = 0.0;
+        t.at_rest_secs = Some(20.0);
+        t.rest_began_secs = Some(20.0);
+        t.regions = (0..64).map(|i| region(i, 20.0, 0, 2 * MIB, false)).collect();
+        let relaid = |utilization: f64, others: f64| {
+            let mut s = snap_of(GIB, vec![t.clone()]);
+            s.tier.utilization = utilization;
+            s.tier.others_utilization = others;
+            plan(&s, &K).tenants[0].relayout.len()
+        };
+        assert!(relaid(0.0, 0.0) > 0, "an idle tier");
+        // Last pass's relayout kept the device busy half the interval: no one else's I/O.
+        assert_eq!(relaid(0.5, 0.02), relaid(0.0, 0.0), "its own moves do not count");
+        assert_eq!(relaid(0.5, 0.4), 0, "tenants reading the tier come first");
+        let relaid_at = |read_us: f64, own_share: f64| {
+            let mut s = snap_of(GIB, vec![t.clone()]);
+            s.tier.read_latency_us = Some(read_us);
+            s.tier.own_read_share = own_share;
+            plan(&s, &K).tenants[0].relayout.len()
+        };
+        assert_eq!(relaid_at(2000.0, 0.9), relaid(0.0, 0.0), "2 ms timed on its own last relayout's reads");
+        assert_eq!(relaid_at(2000.0, 0.1), 0, "a tier slow for the tenants' own reads");
     }
 
     #[test]

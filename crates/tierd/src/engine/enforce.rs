@@ -280,9 +280,11 @@ impl Engine {
     /// Carries out a tenant plan's page moves, counting the CPU they take: the kernel's
     /// paging work (swap-ins, page-outs) runs in tierd's thread and is part of its CPU.
     pub(super) fn carry_out_moves(&mut self, tp: &TenantPlan) -> MovesDone {
-        let cpu = tierd_sys::process::thread_cpu_secs();
+        let (cpu, wall) = (tierd_sys::process::thread_cpu_secs(), Instant::now());
         let done = self.move_pages(tp);
         self.moving_cpu_secs += (tierd_sys::process::thread_cpu_secs() - cpu).max(0.0);
+        self.moving_wall_secs += wall.elapsed().as_secs_f64();
+        self.moved_read_bytes += done.prefetched + done.relayout_read;
         done
     }
 
@@ -351,6 +353,7 @@ impl Engine {
             tr.prefetched(&tp.relayout);
         }
         report_relayout(t, &mut self.events, &mut self.tier_room_warned, &relaid, now);
+        done.relayout_read = relaid.read_bytes;
         // Demoted pages now wait in the swap cache, written and clean: the kernel drops
         // them first and without I/O whenever this tenant's DRAM is wanted. Squeezing
         // them out now (as `tierctl demote` does) would also evict the tracker's
@@ -404,6 +407,8 @@ fn report_relayout(t: &mut Tenant, events: &mut Events, warned: &mut bool, relai
 pub(super) struct MovesDone {
     pub demoted: u64,
     pub prefetched: u64,
+    /// Read back from the tier to lay regions out.
+    pub relayout_read: u64,
     /// Regions rebuilt as huge pages.
     pub collapsed: usize,
 }
@@ -478,7 +483,7 @@ mod tests {
     #[test]
     fn the_decision_log_says_what_moved_and_nothing_when_nothing_did() {
         assert!(MovesDone::default().describe(3, "ahead of its neighbours' cuts").is_empty());
-        let done = MovesDone { demoted: 4 << 20, prefetched: 8 << 20, collapsed: 2 };
+        let done = MovesDone { demoted: 4 << 20, prefetched: 8 << 20, relayout_read: 0, collapsed: 2 };
         assert_eq!(
             done.describe(3, "ahead of its neighbours' cuts"),
             vec![

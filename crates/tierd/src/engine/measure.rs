@@ -212,6 +212,8 @@ impl Engine {
             pswpout: vm.get("pswpout").copied().unwrap_or(0),
             disk,
             self_cpu_ticks: cpu,
+            moving_wall_secs: self.moving_wall_secs,
+            moved_read_bytes: self.moved_read_bytes,
         };
         let (size, used) = self.tier.as_ref().map(|t| t.usage(&self.proc)).unwrap_or((0, 0));
         let mut view = TierView { size_bytes: size, used_bytes: used, faults: self.tier_faults, ..TierView::default() };
@@ -223,7 +225,12 @@ impl Engine {
                 // Every write the device took, sampling's and relayout's too: all wear it.
                 self.tier_writes.add(now_secs(), b.sectors_written.saturating_sub(a.sectors_written) * 512);
                 view.read_latency_us = b.read_latency_us_since(&a);
-                view.utilization = (b.io_ms.saturating_sub(a.io_ms) as f64 / (dt * 1000.0)).min(1.0);
+                let busy = b.io_ms.saturating_sub(a.io_ms) as f64 / 1000.0;
+                let own = cur.moving_wall_secs - prev.moving_wall_secs;
+                (view.utilization, view.others_utilization) = busy_shares(busy, own, dt);
+                let read = b.sectors_read.saturating_sub(a.sectors_read) * 512;
+                let own_read = cur.moved_read_bytes - prev.moved_read_bytes;
+                view.own_read_share = if read == 0 { 0.0 } else { (own_read as f64 / read as f64).min(1.0) };
             }
             let hz = tierd_sys::process::clock_ticks_per_sec() as f64;
             self.self_cpu_percent = cur.self_cpu_ticks.saturating_sub(prev.self_cpu_ticks) as f64 / hz / dt * 100.0;
@@ -404,9 +411,24 @@ fn close_interval(
     t.faults.record_rate(t.measure.major_faults_per_sec, keep);
 }
 
+/// The device's busy share of an interval of `dt` seconds, whole and net of tierd's own
+/// moves (`own` wall seconds: they keep the device busy for as long as they take, or less).
+fn busy_shares(busy: f64, own: f64, dt: f64) -> (f64, f64) {
+    ((busy / dt).min(1.0), ((busy - own).max(0.0) / dt).min(1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    #[test]
+    fn the_device_busy_with_tierds_own_moves_is_told_apart() {
+        // 5 s: busy 3 s, of which tierd's relayout took 2.5 s.
+        assert_eq!(super::busy_shares(3.0, 2.5, 5.0), (0.6, 0.1));
+        // Moves that waited on the CPU, not the device: never below nothing.
+        assert_eq!(super::busy_shares(1.0, 2.0, 5.0), (0.2, 0.0));
+        assert_eq!(super::busy_shares(9.0, 0.0, 5.0), (1.0, 1.0));
+    }
 
     use super::*;
     use tierd_core::TenantName;
