@@ -328,9 +328,8 @@ fn tier_throttled(snap: &Snapshot) -> Option<Note> {
 }
 
 /// Whether relayout may read the tier now: it is not slow for others and not busy with
-/// their I/O. tierd's own reads do not count: a latency timed over an interval of mostly
-/// relayout's deep queue of reads kept every other pass from laying out (wake-up/fast,
-/// 2026-11-29: 2 ms after each relayout pass, a third of a 1 GiB working set laid out).
+/// their I/O. tierd's own reads do not count: timed on its own deep queue, the last
+/// pass's relayout read as a slow tier (bench/results/sim/judged/relayout-own-io.md).
 fn relayout_may_read(snap: &Snapshot, k: &Knobs) -> bool {
     let slow = matches!(tier_throttled(snap), Some(Note::SlowTier { .. })) && snap.tier.own_read_share < 0.5;
     !slow && snap.tier.others_utilization < k.relayout_below_utilization

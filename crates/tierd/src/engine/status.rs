@@ -1,6 +1,7 @@
 //! `tierctl status`: the engine's figures as the API and the dashboard show them.
 
 use super::*;
+use tierd_core::wear::Wear;
 
 impl Engine {
     /// The status the API serves.
@@ -16,6 +17,8 @@ impl Engine {
         let snap = self.snapshot();
         let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.touched_bytes())).sum();
         let tenants: Vec<TenantStatus> = self.tenants.values().map(|t| self.tenant_status(t)).collect();
+        let tier = self.tier_status();
+        let health = health::checks(&self.host_figures(active, &tenants, tier.wear));
         Status {
             version: env!("CARGO_PKG_VERSION").into(),
             pid: std::process::id(),
@@ -31,13 +34,13 @@ impl Engine {
             overcommit: snap.overcommit(),
             active_bytes: active,
             active_health: health::active_memory(active, self.cfg.dram_budget).to_string(),
-            tier: self.tier_status(),
+            tier,
             tierd_cpu_percent: self.self_cpu_percent,
             moving_cpu_seconds: self.moving_cpu_secs,
             tierd_rss_bytes: self.proc.memory(std::process::id()).map(|m| m.rss).unwrap_or(0),
             promotions_per_sec: self.tier_view.read_bytes_per_sec / 4096.0,
             demotions_per_sec: self.tier_view.write_bytes_per_sec / 4096.0,
-            health: health::checks(&self.host_figures(active, &tenants)),
+            health,
             http_address: self.http_address.clone(),
             uptime_secs: self.started.elapsed().as_secs_f64(),
             tenants,
@@ -68,14 +71,14 @@ impl Engine {
 
     /// The tier's writes against its drive's rating (DWPD × the drive's size, the
     /// configured one or the tier device's).
-    fn tier_wear(&self) -> tierd_core::wear::Wear {
+    fn tier_wear(&self) -> Wear {
         let drive = self.cfg.tier.drive_size.or(self.tier.as_ref().and_then(|t| t.disk_bytes));
         let rated = self.cfg.tier.dwpd.zip(drive).map(|(dwpd, bytes)| dwpd * bytes as f64);
         self.tier_writes.wear(now_secs(), rated)
     }
 
     /// The host's figures the health checks judge.
-    fn host_figures(&self, active: u64, tenants: &[TenantStatus]) -> health::HostFigures {
+    fn host_figures(&self, active: u64, tenants: &[TenantStatus], wear: Option<Wear>) -> health::HostFigures {
         health::HostFigures {
             dram_budget: self.cfg.dram_budget,
             active,
@@ -94,7 +97,7 @@ impl Engine {
             tier_drained: self.tier.is_none(),
             tier_faults: self.tier_faults,
             tier_encryption: self.tier.as_ref().map(|t| t.encryption().map(str::to_string)),
-            tier_wear: self.tier.as_ref().map(|_| self.tier_wear()),
+            tier_wear: wear,
         }
     }
 
