@@ -95,6 +95,31 @@ pub struct RawTracker {
     /// CPU the trackers may use, % of one core per 8 GiB tracked; sample sizes shrink
     /// to stay within it (0: no cap).
     pub cpu_budget: Option<f64>,
+    /// How activeness is measured: `sampling` (default) or `damon`.
+    pub kind: Option<TrackerKind>,
+}
+
+/// How a tenant's activeness is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackerKind {
+    /// Pages sampled out and watched coming back: any kernel with `process_madvise`.
+    #[default]
+    Sampling,
+    /// The kernel's access monitor (DAMON vaddr with target filters, 6.6+), where it is
+    /// free; sampling where it is not.
+    Damon,
+}
+
+impl std::str::FromStr for TrackerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "sampling" => Ok(TrackerKind::Sampling),
+            "damon" => Ok(TrackerKind::Damon),
+            _ => Err(format!("tracker `{s}` is not one of sampling, damon")),
+        }
+    }
 }
 
 /// `policy` as written: a name (`policy = "tierd"`), or a table with the name and the
@@ -172,6 +197,7 @@ pub struct TrackerConfig {
     pub window: Duration,
     /// % of one core per 8 GiB tracked; 0 for no cap.
     pub cpu_budget: f64,
+    pub kind: TrackerKind,
 }
 
 /// A validated configuration the daemon can run on.
@@ -335,7 +361,7 @@ impl RawConfig {
                 humantime::format_duration(interval)
             ));
         }
-        TrackerConfig { sample_pages, window, cpu_budget }
+        TrackerConfig { sample_pages, window, cpu_budget, kind: self.tracker.kind.unwrap_or_default() }
     }
 }
 
@@ -393,6 +419,17 @@ mod tests {
     fn sample_config_parses_and_validates() {
         let raw = RawConfig::from_toml(SAMPLE_CONFIG).unwrap();
         raw.validate(HOST).unwrap();
+    }
+
+    #[test]
+    fn the_tracker_is_sampling_unless_damon_is_asked_for() {
+        assert_eq!(RawConfig::default().validate(HOST).unwrap().tracker.kind, TrackerKind::Sampling);
+        let c = RawConfig::from_toml("[tracker]\nkind = \"damon\"\n").unwrap().validate(HOST).unwrap();
+        assert_eq!(c.tracker.kind, TrackerKind::Damon);
+        let e = RawConfig::from_toml("[tracker]\nkind = \"ebpf\"\n").unwrap_err();
+        assert!(e.to_string().contains("unknown variant `ebpf`"), "{e}");
+        assert_eq!("damon".parse::<TrackerKind>(), Ok(TrackerKind::Damon));
+        assert!("DAMON".parse::<TrackerKind>().unwrap_err().contains("sampling, damon"));
     }
 
     #[test]

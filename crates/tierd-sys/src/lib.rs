@@ -8,6 +8,7 @@
 //! - [`crypt`]: a dm-crypt mapping over the tier, with a key made at each start.
 //! - [`kmsg`]: the kernel's log, where failed swap I/O is reported.
 //! - [`kernel`]: what the running kernel offers (`tierctl doctor`).
+//! - [`damon`]: DAMON's sysfs interface, a kdamond monitoring tenant processes.
 //! - [`procfs`] and [`cgroup`]: text files under a root that tests point at fixtures.
 //!
 //! Every `unsafe` block says why it is sound; sizes of `#[repr(C)]` structs and ioctl
@@ -16,6 +17,7 @@
 pub mod blockdev;
 pub mod cgroup;
 pub mod crypt;
+pub mod damon;
 pub mod hugetlb;
 pub mod kernel;
 pub mod kmsg;

@@ -125,6 +125,9 @@ pub struct Status {
     pub version: String,
     pub pid: u32,
     pub policy: String,
+    /// How activeness is measured: `sampling` or `damon`.
+    #[serde(default)]
+    pub tracker: String,
     pub cgroup_version: String,
     pub cgroup_path: PathBuf,
     pub dram_budget_bytes: u64,

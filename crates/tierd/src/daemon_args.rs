@@ -63,6 +63,10 @@ pub struct Args {
     /// Pages the tracker samples per tenant and interval at first (default 1024).
     #[arg(long)]
     pub sample_pages: Option<u32>,
+    /// How activeness is measured: sampling (default, any kernel) or damon (the
+    /// kernel's access monitor, 6.6+; falls back to sampling where it cannot be used).
+    #[arg(long, value_name = "KIND")]
+    pub tracker: Option<tierd_core::config::TrackerKind>,
     /// Name of tierd's cgroup subtree under its own cgroup.
     #[arg(long)]
     pub cgroup_name: Option<String>,

@@ -191,7 +191,13 @@ fn optional_findings(k: &KernelFeatures) -> Vec<Finding> {
             "damon",
             "DAMON sysfs",
             State::of(k.damon_sysfs),
-            "not used yet: tierd samples pages itself".into(),
+            if k.damon_sysfs {
+                "tierd measures activeness with it under --tracker damon (vaddr and target filters, 6.6+; \
+                 never where a kdamond it did not create exists)"
+            } else {
+                "tierd samples pages itself"
+            }
+            .into(),
         ),
         (
             "mglru",
@@ -263,10 +269,13 @@ fn choices(k: &KernelFeatures) -> Vec<Choice> {
     } else {
         "the quota's reclaim alone"
     };
-    let tracking = if k.calls.pagemap_scan {
-        "sampling: a few pages per interval paged out, and which came back read by PAGEMAP_SCAN"
-    } else {
-        "sampling: a few pages per interval paged out, and which came back read from pagemap entries"
+    let tracking = match (k.calls.pagemap_scan, k.damon_sysfs) {
+        (true, true) => {
+            "sampling: a few pages per interval paged out, and which came back read by PAGEMAP_SCAN \
+             (--tracker damon: the kernel's DAMON)"
+        }
+        (true, false) => "sampling: a few pages per interval paged out, and which came back read by PAGEMAP_SCAN",
+        (false, _) => "sampling: a few pages per interval paged out, and which came back read from pagemap entries",
     };
     let huge = if k.calls.madv_collapse { "MADV_COLLAPSE after promotion" } else { "left to khugepaged" };
     [

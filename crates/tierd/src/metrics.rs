@@ -331,6 +331,7 @@ pub(crate) mod tests {
             version: "0".into(),
             pid: 1,
             policy: "tierd".into(),
+            tracker: "sampling".into(),
             cgroup_version: "v1".into(),
             cgroup_path: "/x".into(),
             dram_budget_bytes: 1000,

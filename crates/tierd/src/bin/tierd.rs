@@ -57,6 +57,7 @@ fn merged_config(args: &Args) -> anyhow::Result<RawConfig> {
     }
     raw.tracker.window = args.window.clone().or(raw.tracker.window);
     raw.tracker.sample_pages = args.sample_pages.or(raw.tracker.sample_pages);
+    raw.tracker.kind = args.tracker.or(raw.tracker.kind);
     raw.tier.path = args.tier.clone().or(raw.tier.path);
     raw.tier.size = args.tier_size.or(raw.tier.size);
     raw.tier.backing = args.tier_backing.unwrap_or(raw.tier.backing);

@@ -63,10 +63,11 @@ pub fn opt(b: Option<u64>) -> String {
 
 pub fn print_status(s: &Status) {
     println!(
-        "tierd {} (pid {}), policy {}, cgroup {} at {}",
+        "tierd {} (pid {}), policy {}, tracker {}, cgroup {} at {}",
         s.version,
         s.pid,
         s.policy,
+        s.tracker,
         s.cgroup_version,
         s.cgroup_path.display()
     );

@@ -49,6 +49,7 @@ impl Engine {
         );
 
         let mut engine = Engine::assemble(cfg, proc, cg.into(), Some(tier), events, kernel_log, lock);
+        engine.start_damon(&sys);
         crate::crash_point!("start");
         let saved_tier = engine.tier.as_ref().map(|t| t.record.clone());
         engine.create_subtree()?;
@@ -56,6 +57,20 @@ impl Engine {
         engine.save_with(saved_tier);
         engine.tick();
         Ok(engine)
+    }
+
+    /// With `--tracker damon`: tierd's kdamond, or the reason it measures by sampling.
+    fn start_damon(&mut self, sys: &Path) {
+        if self.cfg.tracker.kind != TrackerKind::Damon {
+            return;
+        }
+        match DamonHub::start(sys, &self.cfg.state_dir, self.proc.clone()) {
+            Ok(hub) => {
+                self.damon = Some(hub);
+                self.events.info(None, "activeness measured by DAMON (a kdamond of tierd's own)");
+            }
+            Err(e) => self.events.warn(None, format!("DAMON cannot measure activeness here ({e}): sampling instead")),
+        }
     }
 
     /// Creates tierd's cgroup subtree: its root, the tenants' group and `detached`. If
@@ -197,6 +212,11 @@ impl Engine {
                 }
             }
         }
+        // The kdamond goes with the last tracker that uses it.
+        for t in self.tenants.values_mut() {
+            t.tracker = None;
+        }
+        self.damon = None;
         self.save();
     }
 }

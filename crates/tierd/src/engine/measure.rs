@@ -189,9 +189,12 @@ impl Engine {
         // Sampling pages a few pages out: not for a tenant kept off the tier.
         for (i, t) in self.tenants.values_mut().filter(|t| t.is_running() && !t.spec.no_tier).enumerate() {
             let proc = self.proc.clone();
-            let tracker = t
-                .tracker
-                .get_or_insert_with(|| Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)));
+            let tracker = t.tracker.get_or_insert_with(|| -> Box<dyn Tracker> {
+                match &self.damon {
+                    Some(hub) => Box::new(DamonHub::tracker(hub, proc, sampling.window_secs, sampling.interval_secs)),
+                    None => Box::new(SamplingTracker::new(sampling, proc, now.to_bits() ^ i as u64)),
+                }
+            });
             if let Some(secs) = read_secs {
                 tracker.tier_read_time(secs);
             }

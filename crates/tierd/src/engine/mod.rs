@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use tierd_core::TenantName;
 use tierd_core::admission::{Capacity, Claim, admit};
-use tierd_core::config::{Config, PolicyKind};
+use tierd_core::config::{Config, PolicyKind, TrackerKind};
 use tierd_core::health;
 use tierd_core::plan::{Plan, TenantPlan};
 use tierd_core::policy;
@@ -54,7 +54,7 @@ use crate::mover;
 use crate::state::{SavedState, SavedTenant};
 use crate::tenant::{Life, Tenant, exit_code};
 use crate::tier::Tier;
-use crate::tracker::{SamplingConfig, SamplingTracker};
+use crate::tracker::{DamonHub, SamplingConfig, SamplingTracker, Tracker};
 
 /// Quota changes smaller than this are not written (they would only churn the cgroup).
 const QUOTA_SLACK: u64 = 1 << 20;
@@ -121,6 +121,8 @@ pub struct Engine {
     /// The tier disk's counters at the last half-second watch, and the read time they gave.
     watch_disk: Option<tierd_sys::procfs::DiskStats>,
     watch_read_us: f64,
+    /// tierd's kdamond, when activeness is measured with DAMON (`--tracker damon`).
+    damon: Option<crate::tracker::SharedDamon>,
     /// The kernel's log, read each pass for failed swap I/O on the tier (`None`: unreadable).
     kernel_log: Option<tierd_sys::kmsg::KernelLog>,
     /// Failed swap I/O on the tier since this tierd set it up.
@@ -169,6 +171,7 @@ impl Engine {
             kernel_log,
             tier_faults: TierFaults::default(),
             tier_writes: Default::default(),
+            damon: None,
             _lock: lock,
         }
     }

@@ -23,6 +23,7 @@ impl Engine {
             version: env!("CARGO_PKG_VERSION").into(),
             pid: std::process::id(),
             policy: self.cfg.policy.to_string(),
+            tracker: if self.damon.is_some() { "damon" } else { "sampling" }.into(),
             cgroup_version: format!("{:?}", self.cg.version()).to_lowercase(),
             cgroup_path: self.cg.base().join(self.root_rel()),
             dram_budget_bytes: self.cfg.dram_budget,

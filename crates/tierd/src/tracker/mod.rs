@@ -1,20 +1,26 @@
 //! Activeness trackers: how much of a tenant's memory is touched, and where.
 //!
 //! A tracker is asked once per interval to [`Tracker::observe`] a tenant's processes and
-//! then answers with an [`Activeness`] estimate and per-region heat. The only backend
-//! here is [`SamplingTracker`] (statistical sampling with `MADV_PAGEOUT` and
-//! `PAGEMAP_SCAN`), because the kernels tierd runs on often lack DAMON's `vaddr`
-//! operations (these machines do); a DAMON backend would implement the same trait:
-//! its regions' access counts map onto [`Region::idle_secs`], its per-region sizes onto
-//! the activeness estimate.
+//! then answers with an [`Activeness`] estimate and per-region heat. Two backends:
+//! [`SamplingTracker`] (statistical sampling with `MADV_PAGEOUT` and `PAGEMAP_SCAN`, any
+//! kernel with `process_madvise`, the default) and [`DamonTracker`] (the kernel's DAMON,
+//! `--tracker damon`, where it has vaddr and target filters and no other tool's kdamond).
 
+mod damon;
+mod runs;
 mod sampling;
+
+pub use damon::{DamonHub, DamonTracker, SharedDamon};
 
 pub use sampling::{SamplingConfig, SamplingTracker};
 
 use serde::Serialize;
+use tierd_core::size::HUGE_PAGE;
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::Pidfd;
+
+/// Heat is kept per 2 MiB region: the huge-page size, and what prefetch moves at once.
+pub const REGION: u64 = HUGE_PAGE;
 
 /// What a tracker has cost so far.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]

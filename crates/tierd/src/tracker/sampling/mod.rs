@@ -27,12 +27,10 @@
 mod draw;
 mod observe;
 mod region;
-mod runs;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use tierd_core::estimates::Estimates;
-use tierd_core::size::HUGE_PAGE;
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::Pidfd;
 use tierd_sys::procfs::ProcFs;
@@ -40,8 +38,7 @@ use tierd_sys::procfs::ProcFs;
 use self::observe::Returns;
 use super::{Tracker, TrackerCost};
 
-/// Heat is kept per 2 MiB region: the huge-page size, and what prefetch moves at once.
-pub const REGION: u64 = HUGE_PAGE;
+pub use super::REGION;
 /// Intervals a huge page whose sample came back counts as hot without being sampled again.
 const HUGE_RECHECK_INTERVALS: f64 = 20.0;
 /// Known-hot huge pages sampled per interval all the same, to notice a tenant going

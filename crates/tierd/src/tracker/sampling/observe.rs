@@ -8,8 +8,8 @@ use tierd_core::size::PAGE;
 use tierd_sys::madvise::{Advice, Pidfd};
 use tierd_sys::pagemap::{Mappings, PageRegion};
 
-use super::runs::{mapping_holding, present_within, region_counts};
 use super::{Batch, CANARIES, REGION, RegionState, Sample, SamplingTracker};
+use crate::tracker::runs::{mapping_holding, present_within, region_counts};
 
 /// Each process's page runs (sorted by address) and mappings, as scanned this interval.
 #[derive(Default)]
