@@ -14,9 +14,12 @@ say "kernel said $(dmesg | grep -i -e 'device-mapper' -e 'crypt' -e insmod | tai
 # its parent offers the memory controller.
 svc=/sys/fs/cgroup/tierd.service
 mkdir $svc
+# The tracker the kernel's command line names (tierd.tracker=damon), else sampling.
+tracker=$(sed -n 's/.*tierd\.tracker=\([a-z]*\).*/\1/p' /proc/cmdline)
 start_tierd() { # CGROUP_DIR LOG
   sh -c "echo \$\$ > $1/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd \
-    --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock --adopt-root /machine.slice" \
+    --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock --adopt-root /machine.slice \
+    --tracker ${tracker:-sampling}" \
     > "$2" 2>&1 &
   tierd_pid=$!
   up=no

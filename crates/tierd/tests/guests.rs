@@ -121,17 +121,19 @@ fn said_by<'a>(console: &'a str, script: &str, key: &str) -> Option<&'a str> {
     console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str()))
 }
 
-/// Boots the guest for `series` and checks that tierd tiered its tenant, measured its
-/// hot set and lost nothing; returns the console's `guest-` lines.
-fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str) -> Option<String> {
+/// Boots the guest for `series` and checks that tierd, measuring activeness with
+/// `tracker`, tiered its tenant, measured its hot set and lost nothing; returns the
+/// console's `guest-` lines.
+fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tracker: &str) -> Option<String> {
     let (kernel, initrd) = image(series)?;
-    let console = boot(&kernel, &initrd, 512, "", Duration::from_secs(900));
+    let console = boot(&kernel, &initrd, 512, &format!("tierd.tracker={tracker}"), Duration::from_secs(900));
     let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
     assert!(said(&console, "kernel").is_some_and(|k| k.starts_with(series) && k.contains("cgroup2")), "{log}");
     assert!(!log.contains("guest-check: fail"), "{log}");
     doctor_matches_the_kernel_config(series, &console, &log);
     let status: Value = serde_json::from_str(said(&console, "status").unwrap_or_else(|| panic!("{log}"))).unwrap();
     assert_eq!(status["cgroup_version"], "v2", "{log}");
+    assert_eq!(status["tracker"], tracker, "{log}");
     assert!(status["tier"]["path"].as_str().is_some_and(|d| d.contains("vda")), "the tier is the disk: {log}");
     // Encrypted by default where the kernel has dm-crypt: the kernel swaps to the mapping,
     // and the text a tenant paged out is nowhere on the disk under it (the fault check,
@@ -257,13 +259,13 @@ fn an_adopted_cgroup_is_tiered_and_released_as_it_was(console: &str, log: &str) 
 
 #[test]
 fn on_cgroup_v2_in_a_6_12_guest_tenants_are_tiered_to_a_block_device_or_kept_off_it_and_keep_every_page() {
-    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.12") else { return };
+    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.12", "damon") else { return };
     assert!(!log.contains("this kernel: PAGEMAP_SCAN"), "6.12 has the ioctl: no start-up note: {log}");
 }
 
 #[test]
 fn on_6_1_without_pagemap_scan_the_tracker_reads_pagemap_entries_and_says_so() {
-    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.1") else { return };
+    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.1", "sampling") else { return };
     assert!(
         log.contains("this kernel: PAGEMAP_SCAN (6.7): page state is read from pagemap entries"),
         "the start-up log says how page state is read: {log}"
