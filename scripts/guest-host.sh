@@ -5,8 +5,8 @@
 # and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk (the tier
 # is the virtual disk /dev/vda, a real block device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
-# tierd.check=fault or write-fault, scripts/guest-damon.sh for tierd.check=damon) and
-# powers off; crates/tierd/tests/guests.rs boots them.
+# tierd.check=fault or write-fault, scripts/guest-damon.sh or guest-outgrow.sh for
+# tierd.check=damon or outgrow) and powers off; crates/tierd/tests/guests.rs boots them.
 #
 #   scripts/guest-host.sh             # -> target/guest/host-{6.12,6.1}/{vmlinuz,initrd.img}
 #   scripts/guest-host.sh 6.12        # one of them
@@ -80,6 +80,7 @@ cp scripts/guest-check.sh "$root/bin/guest-check"
 cp scripts/guest-fault.sh "$root/bin/guest-fault"
 cp scripts/guest-marker.sh "$root/bin/guest-marker"
 cp scripts/guest-damon.sh "$root/bin/guest-damon"
+cp scripts/guest-outgrow.sh "$root/bin/guest-outgrow"
 cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
@@ -98,6 +99,7 @@ case " $(cat /proc/cmdline) " in
   *" tierd.check=fault "*) sh /bin/guest-fault reads ;;
   *" tierd.check=write-fault "*) sh /bin/guest-fault writes ;;
   *" tierd.check=damon "*) sh /bin/guest-damon ;;
+  *" tierd.check=outgrow "*) sh /bin/guest-outgrow ;;
   *) sh /bin/guest-check ;;
 esac
 poweroff -f

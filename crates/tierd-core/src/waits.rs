@@ -46,6 +46,9 @@ pub struct Waits {
     logged: Option<f64>,
     /// The OOM killer was let act on the tenant.
     pub gave_up: bool,
+    /// Its bytes on the tier at the last look that found it throttled (v2).
+    #[serde(skip)]
+    throttled_swap: Option<u64>,
 }
 
 impl Waits {
@@ -71,6 +74,17 @@ impl Waits {
         Step::Wake { log }
     }
 
+    /// On v2 a task over `memory.high` sleeps in the kernel's throttle while reclaim
+    /// moves its memory to the tier: the quota at work, not a wait. It waits in vain
+    /// when reclaim moves nothing: `swap` (its bytes on the tier, `None` when it is not
+    /// throttled) did not grow since the last look. The first throttled look is not yet
+    /// a wait (room at every throttle brought a fast-growing tenant up to its
+    /// `memory.max`, where the kernel killed it with the tier three quarters empty).
+    pub fn reclaim_stalled(&mut self, swap: Option<u64>) -> bool {
+        let before = std::mem::replace(&mut self.throttled_swap, swap);
+        matches!((before, swap), (Some(b), Some(s)) if s <= b)
+    }
+
     /// Seconds of the current continuous wait.
     pub fn waiting_secs(&self, now: f64) -> Option<f64> {
         self.since.map(|s| (now - s).max(0.0))
@@ -85,6 +99,16 @@ pub fn tier_full(size: u64, used: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_throttled_tenant_waits_only_while_its_reclaim_moves_nothing_to_the_tier() {
+        let mut w = Waits::default();
+        assert!(!w.reclaim_stalled(Some(10)), "one throttled look is not yet a wait");
+        assert!(!w.reclaim_stalled(Some(20)), "reclaim moved 10 bytes out: the quota at work");
+        assert!(w.reclaim_stalled(Some(20)), "nothing moved: it waits in vain");
+        assert!(!w.reclaim_stalled(None), "not throttled");
+        assert!(!w.reclaim_stalled(Some(20)), "a new throttle starts afresh");
+    }
 
     #[test]
     fn a_wait_is_woken_logged_once_an_interval_and_given_up_after_the_grace() {

@@ -2,6 +2,7 @@
 //! what is written to it, a tier that was never set up, and a kernel log from a file.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tierd_core::config::RawConfig;
 use tierd_sys::cgroup::{CgroupError, MemoryStats, Settings, Version, Wake};
@@ -21,15 +22,17 @@ pub enum Write {
     Remove(String),
 }
 
-/// A memory controller whose every cgroup is charged `usage` (of it `swap_cached`), has
-/// `swap` on the tier and holds `settings`, accepts every write, in which the tasks of
-/// the cgroups in `waiting` wait at their limit and the cgroups in `procs` hold processes.
-/// Its cgroups are directories below `base`, where settings put back are written.
+/// A memory controller (v1, or v2 if `v2`) whose every cgroup is charged `usage` (of it
+/// `swap_cached`), has `swap` on the tier and holds `settings`, accepts every write, in
+/// which the tasks of the cgroups in `waiting` wait at their limit and the cgroups in
+/// `procs` hold processes. Its cgroups are directories below `base`, where settings put
+/// back are written.
 #[derive(Debug, Default)]
 pub struct FakeCgroups {
     pub writes: Mutex<Vec<Write>>,
+    pub v2: bool,
     pub usage: u64,
-    pub swap: u64,
+    pub swap: AtomicU64,
     pub swap_cached: u64,
     pub waiting: Vec<String>,
     pub procs: Vec<(String, Vec<u32>)>,
@@ -58,7 +61,7 @@ impl FakeCgroups {
 
 impl MemoryController for FakeCgroups {
     fn version(&self) -> Version {
-        Version::V1
+        if self.v2 { Version::V2 } else { Version::V1 }
     }
     fn base(&self) -> &Path {
         &self.base
@@ -79,7 +82,7 @@ impl MemoryController for FakeCgroups {
         Ok(MemoryStats {
             usage: self.usage,
             anon: self.usage,
-            swap: self.swap,
+            swap: self.swap.load(Ordering::Relaxed),
             swap_cached: self.swap_cached,
             ..MemoryStats::default()
         })

@@ -469,8 +469,12 @@ mod stages {
     #[test]
     fn a_tenant_is_planned_from_what_its_cgroup_is_charged_and_holds_on_the_tier() {
         let dir = tempfile::tempdir().unwrap();
-        let cg =
-            Arc::new(FakeCgroups { usage: 96 * MIB, swap: 160 * MIB, swap_cached: 8 * MIB, ..FakeCgroups::default() });
+        let cg = Arc::new(FakeCgroups {
+            usage: 96 * MIB,
+            swap: (160 * MIB).into(),
+            swap_cached: 8 * MIB,
+            ..FakeCgroups::default()
+        });
         let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
         fixture::add_tenant(&mut e, "db", Some(128 * MIB), 0);
         e.measure(true);

@@ -13,15 +13,27 @@ impl Engine {
     pub fn release_waiters(&mut self) {
         // Every tenant is looked at before anyone is woken: a task woken by the group's
         // raised limit runs for a page and would look, for that moment, as if it did not wait.
-        let waits: Vec<(TenantName, bool)> = self
-            .tenants
-            .iter()
-            .filter(|(_, t)| t.is_running())
-            .map(|(n, _)| (n.clone(), self.cg.waiting_at_limit(&self.tenant_rel(n)).unwrap_or(false)))
-            .collect();
-        let group = self.group_rel();
         let v2 = self.cg.version() == cgroup::Version::V2;
-        if self.cg.waiting_at_limit(&group).unwrap_or(false) {
+        let names: Vec<TenantName> =
+            self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
+        let mut waits: Vec<(TenantName, bool)> = Vec::new();
+        for n in names {
+            let rel = self.tenant_rel(&n);
+            let mut waiting = self.cg.waiting_at_limit(&rel).unwrap_or(false);
+            // v1's wait is a charge that failed; v2's throttle is one only without progress.
+            if v2 {
+                let swap = waiting.then(|| self.cg.stats(&rel).map(|s| s.swap).ok()).flatten();
+                waiting = self.tenants.get_mut(&n).expect("listed above").waits.reclaim_stalled(swap);
+            }
+            waits.push((n, waiting));
+        }
+        let group = self.group_rel();
+        let mut group_waits = self.cg.waiting_at_limit(&group).unwrap_or(false);
+        if v2 {
+            let swap = group_waits.then(|| self.cg.stats(&group).map(|s| s.swap).ok()).flatten();
+            group_waits = self.group_waits.reclaim_stalled(swap);
+        }
+        if group_waits {
             // v1's group keeps a page: its raised limit is not written back (see below).
             let wake = if v2 { cgroup::Wake::Room(limit_margin(self.cfg.dram_budget)) } else { cgroup::Wake::Page };
             match self.cg.release_waiters(&group, wake) {
@@ -230,6 +242,23 @@ mod waiters {
                 .any(|m| m.starts_with("db: waited at its quota 64 MiB") && m.ends_with("room up to 80 MiB at once")),
             "{said:?}"
         );
+    }
+
+    #[test]
+    fn on_v2_a_throttled_tenant_gets_room_only_once_its_reclaim_moves_nothing_to_the_tier() {
+        let dir = tempfile::tempdir().unwrap();
+        let waiting = vec![DB.to_string()];
+        let cg = Arc::new(FakeCgroups { v2: true, usage: 64 * MIB, waiting, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        fixture::add_tenant(&mut e, "db", Some(64 * MIB), 64 * MIB);
+        e.release_waiters();
+        cg.swap.fetch_add(8 * MIB, std::sync::atomic::Ordering::Relaxed);
+        e.release_waiters();
+        assert!(cg.writes.lock().unwrap().is_empty(), "throttled while reclaim moves it out: the quota at work");
+        e.release_waiters();
+        assert_eq!(*cg.writes.lock().unwrap(), [Write::Wake(DB.into(), cgroup::Wake::Room(16 * MIB))]);
+        let said = fixture::said(&e);
+        assert!(said.iter().any(|m| m.starts_with("db: throttled at its quota 64 MiB")), "{said:?}");
     }
 
     #[test]

@@ -1,0 +1,40 @@
+# Runs inside the 6.12 guest of scripts/guest-host.sh (busybox sh) when the kernel's
+# command line says tierd.check=outgrow: on cgroup v2, a tenant that declared 32 MiB
+# grows to 256 MiB with 64 MiB of DRAM and a 64 MiB tier disk. While reclaim moves its
+# memory to the tier, the kernel's throttle at memory.high is the quota at work; once the
+# tier is full reclaim moves nothing (the livelock the guard is for): tierd gives it room
+# and says so, and the kernel's OOM killer ends it in its own cgroup while its neighbour
+# runs on. Lines starting "guest-outgrow:" are read by crates/tierd/tests/guests.rs.
+say() { echo "guest-outgrow: $*"; }
+ctl() { tierctl --socket /run/tierd.sock "$@"; }
+say "kernel $(uname -r)"
+[ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
+# In a service cgroup, as systemd starts it (see guest-check.sh).
+svc=/sys/fs/cgroup/tierd.service
+mkdir $svc
+sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 64M --ratio 1 --policy tierd \
+  --interval 1s --oom-grace 10s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
+up=no
+for _ in $(seq 60); do
+  ctl status > /dev/null 2>&1 && { up=yes; break; }
+  sleep 1
+done
+[ "$up" = yes ] || { say "fail: tierd did not come up: $(tail -n 5 /tmp/tierd.log | tr '\n' ' ')"; exit 0; }
+ctl run --name small --size 16M -- /bin/tierd-bench workload --size 16M --hot 4M --phase active:240s --json --report 10s
+ctl run --name big --size 32M -- /bin/tierd-bench workload --size 256M --hot 32M --phase active:240s --json --report 10s
+# Until big has ended (three minutes at most), the first red health that names it.
+for i in $(seq 180); do
+  health=$(ctl health 2>&1)
+  case "$health" in
+    *"big ("*) [ -n "$red" ] || { red=$i; say "red after ${i}s: $(echo "$health" | grep "big (" | tr '\n' ' ')"; } ;;
+  esac
+  b=$svc/tierd/tenants/big
+  [ -d $b ] && say "big at ${i}s: current $(cat $b/memory.current) high $(cat $b/memory.high) swap $(cat $b/memory.swap.current) events $(tr '\n' ' ' < $b/memory.events)"
+  ctl status | grep -q "^big  *exit" && break
+  sleep 1
+done
+say "ended after ${i}s"
+say "status $(ctl status --json | tr -d '\n')"
+say "events $(ctl events | grep -e '\[big\]' -e '\[small\]' | tr '\n' '|')"
+say "swaps $(tail -n +2 /proc/swaps | tr -s ' ' | tr '\n' '|')"
+say "done"
