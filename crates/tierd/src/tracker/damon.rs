@@ -323,13 +323,7 @@ impl Tracker for DamonTracker {
     }
 
     fn prefetched(&mut self, ranges: &[Range]) {
-        for r in ranges {
-            let mut at = r.start & !(REGION - 1);
-            while at < r.start + r.len {
-                self.prefetched.insert((r.pid, at));
-                at += REGION;
-            }
-        }
+        self.prefetched.extend(super::blocks_of(ranges));
     }
 
     fn cost(&self) -> TrackerCost {

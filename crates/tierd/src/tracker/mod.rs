@@ -22,6 +22,14 @@ use tierd_sys::madvise::Pidfd;
 /// Heat is kept per 2 MiB region: the huge-page size, and what prefetch moves at once.
 pub const REGION: u64 = HUGE_PAGE;
 
+/// The 2 MiB blocks (process, aligned start) that `ranges` cover.
+fn blocks_of(ranges: &[Range]) -> impl Iterator<Item = (u32, u64)> + '_ {
+    ranges.iter().flat_map(|r| {
+        let first = r.start & !(REGION - 1);
+        (first..r.start + r.len).step_by(REGION as usize).map(move |at| (r.pid, at))
+    })
+}
+
 /// What a tracker has cost so far.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct TrackerCost {
@@ -54,4 +62,17 @@ pub trait Tracker: Send + std::fmt::Debug {
     /// How long a read from the tier takes lately: a tracker whose probes cost tier
     /// reads sizes them to it.
     fn tier_read_time(&mut self, _secs: f64) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_covers_every_block_it_touches() {
+        let r = |start, len| Range { pid: 7, start, len };
+        let blocks: Vec<_> = blocks_of(&[r(REGION - 4096, 8192), r(5 * REGION, REGION)]).collect();
+        assert_eq!(blocks, [(7, 0), (7, REGION), (7, 5 * REGION)]);
+        assert_eq!(blocks_of(&[r(REGION, 0)]).count(), 0);
+    }
 }

@@ -349,13 +349,7 @@ impl Tracker for SamplingTracker {
     }
 
     fn prefetched(&mut self, ranges: &[Range]) {
-        for r in ranges {
-            let mut at = r.start & !(REGION - 1);
-            while at < r.start + r.len {
-                self.prefetched.insert((r.pid, at));
-                at += REGION;
-            }
-        }
+        self.prefetched.extend(super::blocks_of(ranges));
     }
 }
 
