@@ -724,3 +724,33 @@ fn an_adopted_cgroup_is_tiered_and_gets_its_own_settings_back() {
     let summary: serde_json::Value = serde_json::from_str(&summary.unwrap_or_default()).unwrap();
     assert_eq!(u(&summary["verified_pages"]), 96 * MIB / 4096, "{summary:#}");
 }
+
+/// `--tracker damon` on this host. Where a kdamond another tool made exists (as on these
+/// machines) tierd leaves it alone, says why and samples; where the kernel has no DAMON
+/// sysfs it says so and samples; where it may, it measures with a kdamond of its own and
+/// removes it when it stops. Whichever it is, the count of kdamonds ends as it began.
+#[test]
+fn the_damon_tracker_leaves_a_kdamond_it_did_not_create_alone_and_removes_its_own() {
+    let _g = serial();
+    let count = std::path::Path::new("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds");
+    let read = || std::fs::read_to_string(count).ok().map(|s| s.trim().to_string());
+    let before = read();
+    let mut d = Daemon::start(&["--dram-budget", "256M", "--interval", "1s", "--window", "4s", "--tracker", "damon"]);
+    d.run_workload("w", &["--size", "64M"], &["--size", "64M", "--hot", "16M", "--phase", "active:60s"]);
+    let tracker = d.status()["tracker"].as_str().unwrap_or_default().to_string();
+    match before.as_deref() {
+        None => assert!(d.log().contains("no DAMON sysfs interface"), "{}", d.log()),
+        Some("0") if tracker == "damon" => {
+            assert_eq!(read().as_deref(), Some("1"), "tierd's own kdamond");
+            wait_for("DAMON's estimate", Duration::from_secs(30), || d.tenant("w")["active_bytes"].as_u64() > Some(0));
+        }
+        Some("0") => assert!(d.log().contains("DAMON cannot measure activeness here"), "{}", d.log()),
+        Some(_) => {
+            assert_eq!(tracker, "sampling");
+            assert!(d.log().contains("that tierd did not create; it leaves them alone"), "{}", d.log());
+        }
+    }
+    eprintln!("kdamonds before: {before:?}; tracker {tracker}");
+    assert!(d.stop().success(), "{}", d.log());
+    assert_eq!(read(), before, "the kdamonds are as they were");
+}
