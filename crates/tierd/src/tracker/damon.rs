@@ -21,8 +21,11 @@ use tierd_sys::procfs::ProcFs;
 use super::runs::{present_within, region_counts};
 use super::{REGION, Tracker, TrackerCost};
 
-/// DAMON's own defaults: a page per region checked every 5 ms, counts kept per 100 ms.
-const INTERVALS: Intervals = Intervals { sample_us: 5_000, aggr_us: 100_000, update_us: 1_000_000 };
+/// A page per region checked every 50 ms, counts kept per 200 ms: in the 6.12 guest a
+/// fifth of the kdamond CPU of DAMON's defaults (5 ms, 100 ms) for the same reading of a
+/// hot set (`bench/results/damon-tracker.md`). Reading the regions waits for the next
+/// aggregation, so that stays short.
+const INTERVALS: Intervals = Intervals { sample_us: 50_000, aggr_us: 200_000, update_us: 1_000_000 };
 /// In tierd's state directory while its kdamond exists: after a crash, the one
 /// kdamond found at start is known to be tierd's own.
 const MARKER: &str = "damon-kdamond";
