@@ -348,17 +348,26 @@ mod tests {
 
     use super::*;
 
+    /// DAMON's age, in aggregations, of a region idle for `secs`.
+    fn aged(secs: f64) -> u32 {
+        (secs * 1e6 / INTERVALS.aggr_us as f64).round() as u32
+    }
+
+    fn idle_of(b: &Block) -> f64 {
+        b.idle_secs(100.0).expect("judged")
+    }
+
     #[test]
     fn blocks_are_as_warm_as_their_warmest_region_and_tierds_own_reads_are_no_touch() {
         // Three resident blocks; DAMON saw the first one and a half accessed just now,
-        // the rest idle for 50 aggregations (5 s); a region over a wide gap has no pages.
+        // the rest idle for 6 s; a region over a wide gap has no pages.
         let runs = vec![PageRegion { start: 0, end: 3 * REGION, categories: PAGE_IS_PRESENT }];
         let region = |start, end, nr_accesses, age| DamonRegion { start, end, nr_accesses, age };
         let damon = vec![(
             7,
             vec![
                 region(0, REGION + REGION / 2, 5, 3),
-                region(REGION + REGION / 2, 3 * REGION, 0, 50),
+                region(REGION + REGION / 2, 3 * REGION, 0, aged(6.0)),
                 region(3 * REGION, 1 << 40, 0, 10),
             ],
         )];
@@ -370,21 +379,22 @@ mod tests {
         let mut blocks = fresh();
         let t = judge(&mut blocks, &scans, &damon, &HashSet::new(), spans, 100.0);
         assert_eq!((t.interval, t.window), (REGION + REGION / 2, 3 * REGION));
-        let idle: Vec<_> = blocks.values().map(|b| b.idle_secs(100.0)).collect();
-        assert_eq!(idle, [Some(0.0), Some(0.0), Some(5.0)], "a block is as warm as its warmest region");
-        assert_eq!(blocks[&(7, 2 * REGION)].idle_aggregations, 50, "the evidence it is cold");
+        let idle: Vec<f64> = blocks.values().map(idle_of).collect();
+        assert_eq!(idle[..2], [0.0, 0.0], "a block is as warm as its warmest region");
+        assert!((idle[2] - 6.0).abs() < 1e-6, "{idle:?}");
+        assert_eq!(blocks[&(7, 2 * REGION)].idle_aggregations, aged(6.0), "the evidence it is cold");
         // The first block was read back by tierd itself: DAMON's access is not the tenant's.
         let mut blocks = fresh();
         let t = judge(&mut blocks, &scans, &damon, &HashSet::from([(7, 0)]), spans, 100.0);
         assert_eq!(t.interval, REGION / 2);
         assert_eq!(blocks[&(7, 0)].touched, None, "it keeps what it had");
         // Older than the window: not counted, and the block stays as warm as it was seen.
-        let cold = vec![(7, vec![region(0, 3 * REGION, 0, 200)])];
+        let cold = vec![(7, vec![region(0, 3 * REGION, 0, aged(40.0))])];
         let mut blocks = fresh();
         blocks.get_mut(&(7, 0)).unwrap().touched = Some(95.0);
         let t = judge(&mut blocks, &scans, &cold, &HashSet::new(), spans, 100.0);
         assert_eq!((t.interval, t.window), (0, 0));
         assert_eq!(blocks[&(7, 0)].idle_secs(100.0), Some(5.0), "seen touched 5 s ago, it stays so");
-        assert_eq!(blocks[&(7, REGION)].idle_secs(100.0), Some(20.0));
+        assert!((idle_of(&blocks[&(7, REGION)]) - 40.0).abs() < 1e-6);
     }
 }
