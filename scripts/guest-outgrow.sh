@@ -4,7 +4,8 @@
 # memory to the tier, the kernel's throttle at memory.high is the quota at work; once the
 # tier is full reclaim moves nothing (the livelock the guard is for): tierd gives it room
 # and says so, and the kernel's OOM killer ends it in its own cgroup while its neighbour
-# runs on. Lines starting "guest-outgrow:" are read by crates/tierd/tests/guests.rs.
+# runs on (on a slow guest it can meet its memory.max before the tier is full). Lines
+# starting "guest-outgrow:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-outgrow: $*"; }
 ctl() { tierctl --socket /run/tierd.sock "$@"; }
 say "kernel $(uname -r)"
