@@ -46,8 +46,16 @@ pub struct Waits {
     logged: Option<f64>,
     /// The OOM killer was let act on the tenant.
     pub gave_up: bool,
-    /// Its bytes on the tier at the last look that found it throttled (v2).
+    /// Whether its reclaim moves anything (v2).
     #[serde(skip)]
+    pub reclaim: ReclaimProgress,
+}
+
+/// Whether reclaim at a v2 `memory.high` moves anything, look by look: a tenant's, or
+/// the group's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReclaimProgress {
+    /// Bytes on the tier at the last look that found it throttled.
     throttled_swap: Option<u64>,
 }
 
@@ -74,20 +82,22 @@ impl Waits {
         Step::Wake { log }
     }
 
+    /// Seconds of the current continuous wait.
+    pub fn waiting_secs(&self, now: f64) -> Option<f64> {
+        self.since.map(|s| (now - s).max(0.0))
+    }
+}
+
+impl ReclaimProgress {
     /// On v2 a task over `memory.high` sleeps in the kernel's throttle while reclaim
     /// moves its memory to the tier: the quota at work, not a wait. It waits in vain
     /// when reclaim moves nothing: `swap` (its bytes on the tier, `None` when it is not
     /// throttled) did not grow since the last look. The first throttled look is not yet
-    /// a wait (room at every throttle brought a fast-growing tenant up to its
-    /// `memory.max`, where the kernel killed it with the tier three quarters empty).
-    pub fn reclaim_stalled(&mut self, swap: Option<u64>) -> bool {
+    /// a wait (room at every throttle let a fast-growing tenant run past its quota up to
+    /// its `memory.max`).
+    pub fn stalled(&mut self, swap: Option<u64>) -> bool {
         let before = std::mem::replace(&mut self.throttled_swap, swap);
         matches!((before, swap), (Some(b), Some(s)) if s <= b)
-    }
-
-    /// Seconds of the current continuous wait.
-    pub fn waiting_secs(&self, now: f64) -> Option<f64> {
-        self.since.map(|s| (now - s).max(0.0))
     }
 }
 
@@ -102,12 +112,12 @@ mod tests {
 
     #[test]
     fn a_throttled_tenant_waits_only_while_its_reclaim_moves_nothing_to_the_tier() {
-        let mut w = Waits::default();
-        assert!(!w.reclaim_stalled(Some(10)), "one throttled look is not yet a wait");
-        assert!(!w.reclaim_stalled(Some(20)), "reclaim moved 10 bytes out: the quota at work");
-        assert!(w.reclaim_stalled(Some(20)), "nothing moved: it waits in vain");
-        assert!(!w.reclaim_stalled(None), "not throttled");
-        assert!(!w.reclaim_stalled(Some(20)), "a new throttle starts afresh");
+        let mut w = ReclaimProgress::default();
+        assert!(!w.stalled(Some(10)), "one throttled look is not yet a wait");
+        assert!(!w.stalled(Some(20)), "reclaim moved 10 bytes out: the quota at work");
+        assert!(w.stalled(Some(20)), "nothing moved: it waits in vain");
+        assert!(!w.stalled(None), "not throttled");
+        assert!(!w.stalled(Some(20)), "a new throttle starts afresh");
     }
 
     #[test]

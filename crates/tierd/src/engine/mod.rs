@@ -92,8 +92,8 @@ pub struct Engine {
     tenants: BTreeMap<TenantName, Tenant>,
     pub events: Events,
     group_limit: Option<u64>,
-    /// Whether the group's reclaim at its v2 `memory.high` moves anything (see `Waits`).
-    group_waits: tierd_core::waits::Waits,
+    /// Whether the group's reclaim at its v2 `memory.high` moves anything.
+    group_reclaim: tierd_core::waits::ReclaimProgress,
     /// The DRAM written as protected over all tenants (v2 `memory.low` of the group).
     group_protected: Option<u64>,
     io_prev: Option<IoSample>,
@@ -174,7 +174,7 @@ impl Engine {
             tier_faults: TierFaults::default(),
             tier_writes: Default::default(),
             damon: None,
-            group_waits: Default::default(),
+            group_reclaim: Default::default(),
             _lock: lock,
         }
     }

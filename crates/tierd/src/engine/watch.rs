@@ -3,6 +3,7 @@
 use super::*;
 use tierd_core::activity::Change;
 use tierd_core::policy::moves::limit_margin;
+use tierd_core::waits::ReclaimProgress;
 
 impl Engine {
     /// Between intervals: wakes tasks waiting at a quota or at the group limit, their
@@ -19,20 +20,11 @@ impl Engine {
         let mut waits: Vec<(TenantName, bool)> = Vec::new();
         for n in names {
             let rel = self.tenant_rel(&n);
-            let mut waiting = self.cg.waiting_at_limit(&rel).unwrap_or(false);
-            // v1's wait is a charge that failed; v2's throttle is one only without progress.
-            if v2 {
-                let swap = waiting.then(|| self.cg.stats(&rel).map(|s| s.swap).ok()).flatten();
-                waiting = self.tenants.get_mut(&n).expect("listed above").waits.reclaim_stalled(swap);
-            }
-            waits.push((n, waiting));
+            let t = self.tenants.get_mut(&n).expect("listed above");
+            waits.push((n, waits_in_vain(self.cg.as_ref(), &rel, &mut t.waits.reclaim)));
         }
         let group = self.group_rel();
-        let mut group_waits = self.cg.waiting_at_limit(&group).unwrap_or(false);
-        if v2 {
-            let swap = group_waits.then(|| self.cg.stats(&group).map(|s| s.swap).ok()).flatten();
-            group_waits = self.group_waits.reclaim_stalled(swap);
-        }
+        let group_waits = waits_in_vain(self.cg.as_ref(), &group, &mut self.group_reclaim);
         if group_waits {
             // v1's group keeps a page: its raised limit is not written back (see below).
             let wake = if v2 { cgroup::Wake::Room(limit_margin(self.cfg.dram_budget)) } else { cgroup::Wake::Page };
@@ -147,6 +139,16 @@ impl Engine {
         }
         self.watch_read_us.max(1.0) / 1e6
     }
+}
+
+/// Whether the tasks of cgroup `rel` wait at its limit in vain: v1's wait is a charge
+/// that failed; v2's throttle is one only while its reclaim moves nothing.
+fn waits_in_vain(cg: &dyn MemoryController, rel: &str, reclaim: &mut ReclaimProgress) -> bool {
+    let waiting = cg.waiting_at_limit(rel).unwrap_or(false);
+    if cg.version() != cgroup::Version::V2 {
+        return waiting;
+    }
+    reclaim.stalled(waiting.then(|| cg.stats(rel).map(|s| s.swap).ok()).flatten())
 }
 
 /// How far the wake of a tenant holding `held` raises its limit: room, unless the OOM
