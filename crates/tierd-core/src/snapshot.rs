@@ -95,7 +95,8 @@ pub struct Region {
 pub struct TierView {
     pub size_bytes: u64,
     pub used_bytes: u64,
-    /// Average read latency over the last interval, when there were reads.
+    /// Average read latency over the last interval of the reads tierd did not make
+    /// itself (its prefetch and relayout are set apart), when there were enough to time.
     pub read_latency_us: Option<f64>,
     pub read_bytes_per_sec: f64,
     pub write_bytes_per_sec: f64,
@@ -105,10 +106,6 @@ pub struct TierView {
     /// compete with. (Judged on the whole, each relayout kept the next pass from one.)
     #[serde(default)]
     pub others_utilization: f64,
-    /// Share of the interval's tier reads that were tierd's own prefetch and relayout:
-    /// over half, the read latency times tierd's own deep queue, not the tier's health.
-    #[serde(default)]
-    pub own_read_share: f64,
     /// The tier was drained (`tierctl tier drain`) and is off: nothing can be tiered.
     #[serde(default)]
     pub drained: bool,

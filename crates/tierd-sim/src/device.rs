@@ -31,7 +31,8 @@ pub struct Device {
     latency: f64,
     /// Share of capacity prefetch used in the last step.
     prefetch_rho: f64,
-    /// Totals since the last [`Device::take_interval`].
+    /// Totals since the last [`Device::take_interval`]; `reads`, `latency_sum` and
+    /// `demand_busy` of the steps tierd read nothing in.
     reads: f64,
     read_bytes: f64,
     write_bytes: f64,
@@ -135,13 +136,17 @@ impl Device {
         // Smoothed: the queue builds and drains over a few steps.
         self.latency += (target - self.latency) * 0.3;
         self.prefetch_rho = prefetch_rho;
-        self.reads += reads;
         self.read_bytes += pages * PAGE;
         self.write_bytes += written * PAGE;
-        self.latency_sum += reads * self.latency;
         self.busy += rho.min(1.0) * dt;
-        self.demand_busy += demand.min(1.0) * dt;
         self.span += dt;
+        // As the daemon counts: the disk's counters over tierd's own reads are set apart,
+        // with the tenants' reads made meanwhile.
+        if prefetch_rho <= 0.0 {
+            self.reads += reads;
+            self.latency_sum += reads * self.latency;
+            self.demand_busy += demand.min(1.0) * dt;
+        }
     }
 
     /// Read and write traffic since the last call, as the daemon's counters show it.

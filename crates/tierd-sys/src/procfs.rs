@@ -264,11 +264,37 @@ pub struct DiskStats {
 pub const MIN_TIMED_READS: u64 = 32;
 
 impl DiskStats {
+    /// What happened between `earlier` and these counters.
+    pub fn since(&self, earlier: &DiskStats) -> DiskStats {
+        self.zip(earlier, u64::saturating_sub)
+    }
+
+    /// Two spans' counters together.
+    pub fn plus(&self, other: &DiskStats) -> DiskStats {
+        self.zip(other, u64::saturating_add)
+    }
+
+    fn zip(&self, o: &DiskStats, f: fn(u64, u64) -> u64) -> DiskStats {
+        DiskStats {
+            reads: f(self.reads, o.reads),
+            sectors_read: f(self.sectors_read, o.sectors_read),
+            read_ms: f(self.read_ms, o.read_ms),
+            writes: f(self.writes, o.writes),
+            sectors_written: f(self.sectors_written, o.sectors_written),
+            write_ms: f(self.write_ms, o.write_ms),
+            io_ms: f(self.io_ms, o.io_ms),
+        }
+    }
+
     /// Mean read latency in µs between `earlier` and these counters; `None` when too
     /// few reads to time (see [`MIN_TIMED_READS`]).
     pub fn read_latency_us_since(&self, earlier: &DiskStats) -> Option<f64> {
-        let reads = self.reads.saturating_sub(earlier.reads);
-        let ms = self.read_ms.saturating_sub(earlier.read_ms);
+        self.since(earlier).read_latency_us()
+    }
+
+    /// Mean read latency in µs of a span's counters (see [`Self::since`]).
+    pub fn read_latency_us(&self) -> Option<f64> {
+        let (reads, ms) = (self.reads, self.read_ms);
         (reads > 0 && (reads >= MIN_TIMED_READS || ms >= MIN_TIMED_READS)).then(|| ms as f64 * 1000.0 / reads as f64)
     }
 }
@@ -471,5 +497,14 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         assert_eq!(at(1100, 130).read_latency_us_since(&at(100, 50)), Some(80.0));
         assert_eq!(at(132, 50).read_latency_us_since(&at(100, 50)), Some(0.0), "fast reads under one tick");
         assert_eq!(at(103, 1250).read_latency_us_since(&at(100, 50)), Some(400_000.0), "a device gone slow");
+    }
+
+    #[test]
+    fn spans_of_counters_subtract_and_add() {
+        let at = |reads, read_ms, io_ms| DiskStats { reads, read_ms, io_ms, ..DiskStats::default() };
+        let span = at(1100, 130, 90).since(&at(100, 50, 40));
+        assert_eq!(span, at(1000, 80, 50));
+        assert_eq!(span.plus(&at(1, 2, 3)), at(1001, 82, 53));
+        assert_eq!(at(1, 1, 1).since(&at(5, 5, 5)), DiskStats::default(), "a counter reset is no negative span");
     }
 }

@@ -443,6 +443,13 @@ fn demote_and_prefetch_move_a_tenants_memory() {
     wait_for("the prefetched pages to be back in DRAM", Duration::from_secs(20), || {
         u(&d.tenant("w")["dram_bytes"]) >= 240 * MIB
     });
+    // The tenant rests: every read of the tier was tierd's own, none timed as the tier's
+    // latency (in tierd's deep queue they read as a slow tier) over the next intervals.
+    for _ in 0..15 {
+        let tier = d.status()["tier"].clone();
+        assert!(tier["read_latency_us"].is_null(), "tierd's own reads timed as the tenants': {tier:#}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     d.ctl(&["stop", "w"]);
     wait_for("the workload to verify and exit", Duration::from_secs(60), || d.tenant("w")["state"] == "exited");
     assert_eq!(d.tenant("w")["exit_code"], 0, "{}", d.tenant_stdout("w"));

@@ -280,11 +280,9 @@ impl Engine {
     /// Carries out a tenant plan's page moves, counting the CPU they take: the kernel's
     /// paging work (swap-ins, page-outs) runs in tierd's thread and is part of its CPU.
     pub(super) fn carry_out_moves(&mut self, tp: &TenantPlan) -> MovesDone {
-        let (cpu, wall) = (tierd_sys::process::thread_cpu_secs(), Instant::now());
-        let done = self.move_pages(tp);
+        let cpu = tierd_sys::process::thread_cpu_secs();
+        let done = self.own_tier_io(|e| e.move_pages(tp));
         self.moving_cpu_secs += (tierd_sys::process::thread_cpu_secs() - cpu).max(0.0);
-        self.moving_wall_secs += wall.elapsed().as_secs_f64();
-        self.moved_read_bytes += done.prefetched + done.relayout_read;
         done
     }
 

@@ -77,9 +77,8 @@ struct IoSample {
     pswpout: u64,
     disk: Option<tierd_sys::procfs::DiskStats>,
     self_cpu_ticks: u64,
-    /// [`Engine::moving_wall_secs`] and [`Engine::moved_read_bytes`] then.
-    moving_wall_secs: f64,
-    moved_read_bytes: u64,
+    /// [`Engine::own_disk`] then.
+    own_disk: tierd_sys::procfs::DiskStats,
 }
 
 /// tierd's running state.
@@ -101,10 +100,9 @@ pub struct Engine {
     self_cpu_percent: f64,
     /// CPU seconds spent carrying out page moves since start.
     moving_cpu_secs: f64,
-    /// Wall seconds the same took: the tier device is busy with tierd's own I/O then.
-    moving_wall_secs: f64,
-    /// Bytes those moves read back from the tier (prefetch, relayout).
-    moved_read_bytes: u64,
+    /// The tier disk's counters over tierd's own moves since start: set apart from the
+    /// tenants' reads, which alone say how quick the tier is for them.
+    own_disk: tierd_sys::procfs::DiskStats,
     /// The policy's host-wide notes of the last interval, and their kinds (logged on change).
     notes: Vec<tierd_core::plan::Note>,
     note_kinds: Vec<&'static str>,
@@ -158,8 +156,7 @@ impl Engine {
             tier_view: TierView::default(),
             self_cpu_percent: 0.0,
             moving_cpu_secs: 0.0,
-            moving_wall_secs: 0.0,
-            moved_read_bytes: 0,
+            own_disk: Default::default(),
             notes: Vec::new(),
             note_kinds: Vec::new(),
             history: History::default(),

@@ -334,13 +334,15 @@ impl Engine {
         op: &str,
     ) -> anyhow::Result<MoveReport> {
         let proc = self.proc.clone();
-        let t = self.running(name)?;
         let start = Instant::now();
         let mut total = mover::Moved::default();
+        let disk_before = self.tier_disk();
+        let t = self.running(name)?;
         for p in &t.procs {
             total.add(f(&proc, p, limit.saturating_sub(total.bytes)));
         }
         t.count_advise(op, &total.advise);
+        self.own_tier_io_since(disk_before);
         let report = MoveReport {
             bytes: total.bytes,
             freed_bytes: 0,

@@ -127,11 +127,12 @@ impl Engine {
         changed
     }
 
-    /// The tier's read time since the last watch, from the disk's counters (the
-    /// interval's figure is up to an interval old: a tier that turned slow would count
-    /// a waking tenant's reads as quick ones for that long); the last known otherwise.
+    /// The tier's read time since the last watch, from the disk's counters less tierd's
+    /// own moves (the interval's figure is up to an interval old: a tier that turned
+    /// slow would count a waking tenant's reads as quick ones for that long); the last
+    /// known otherwise.
     pub(super) fn watch_read_secs(&mut self) -> f64 {
-        let disk = self.tier.as_ref().and_then(|t| t.disk.clone()).and_then(|d| self.proc.diskstats(&d).ok().flatten());
+        let disk = self.others_disk();
         if let (Some(now), Some(before)) = (disk, std::mem::replace(&mut self.watch_disk, disk))
             && let Some(us) = now.read_latency_us_since(&before)
         {
