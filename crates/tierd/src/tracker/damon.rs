@@ -97,7 +97,12 @@ impl DamonHub {
     /// Tracker `id` follows `pids` now; re-reads DAMON's regions when the last reading
     /// is older than `max_age` seconds (the first tracker of a pass reads for all).
     fn refresh(&mut self, id: u64, pids: &[u32], now: f64, max_age: f64) {
-        self.wanted.insert(id, pids.to_vec());
+        let changed = self.wanted.insert(id, pids.to_vec()).as_deref() != Some(pids);
+        let fresh = self.read_at.is_some_and(|t| now - t < max_age);
+        // The targets are written (and the kdamond's state read) once a pass, or at a change.
+        if fresh && !changed {
+            return;
+        }
         let mut all: Vec<u32> = self.wanted.values().flatten().copied().collect();
         all.sort_unstable();
         all.dedup();
@@ -106,7 +111,7 @@ impl DamonHub {
             self.errors += 1;
             return;
         }
-        if self.read_at.is_some_and(|t| now - t < max_age) {
+        if fresh {
             return;
         }
         self.read_at = Some(now);
