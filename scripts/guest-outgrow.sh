@@ -30,7 +30,9 @@ for i in $(seq 180); do
     *"big ("*) [ -n "$red" ] || { red=$i; say "red after ${i}s: $(echo "$health" | grep "big (" | tr '\n' ' ')"; } ;;
   esac
   b=$svc/tierd/tenants/big
-  [ -d $b ] && say "big at ${i}s: current $(cat $b/memory.current) high $(cat $b/memory.high) swap $(cat $b/memory.swap.current) events $(tr '\n' ' ' < $b/memory.events)"
+  # What is charged (memory.stat) tells a kill at memory.max apart: anon grown past the
+  # throttle, or swap cache and pages under writeback behind a slow tier.
+  [ -d $b ] && say "big at ${i}s: current $(cat $b/memory.current) high $(cat $b/memory.high) swap $(cat $b/memory.swap.current) events $(tr '\n' ' ' < $b/memory.events) peak $(cat $b/memory.peak) $(grep -E '^(anon|file|kernel|swapcached|file_writeback) ' $b/memory.stat | tr '\n' ' ')"
   ctl status | grep -q "^big  *exit" && break
   sleep 1
 done

@@ -501,8 +501,9 @@ fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgro
         .filter_map(|l| l.split_whitespace().nth(6).and_then(|s| s.parse::<u64>().ok()))
         .max()
         .unwrap_or(0);
+    let last = console.lines().filter_map(|l| said_by(l, "guest-outgrow", "big at")).next_back().unwrap_or("");
     eprintln!(
-        "big ended with up to {} MiB of it seen on the 64 MiB tier; room given: {}",
+        "big ended with up to {} MiB of it seen on the 64 MiB tier; room given: {}; last seen at {last}",
         most_swapped / MIB,
         events.contains("[big] throttled at its quota")
     );
