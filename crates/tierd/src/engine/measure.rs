@@ -226,9 +226,10 @@ impl Engine {
         }
     }
 
-    /// The tier disk's counters less tierd's own moves: the tenants' (and the host's) I/O.
-    pub(super) fn others_disk(&self) -> Option<DiskStats> {
-        self.tier_disk().map(|d| d.since(&self.own_disk))
+    /// The tier disk's counters `disk` less tierd's own moves: the tenants' (and the
+    /// host's) I/O.
+    pub(super) fn others_of(&self, disk: DiskStats) -> DiskStats {
+        disk.since(&self.own_disk)
     }
 
     /// Tier traffic and latency, and tierd's own CPU, from counters since last time.
@@ -242,8 +243,8 @@ impl Engine {
             pswpin: vm.get("pswpin").copied().unwrap_or(0),
             pswpout: vm.get("pswpout").copied().unwrap_or(0),
             disk,
+            others: disk.map(|d| self.others_of(d)),
             self_cpu_ticks: cpu,
-            own_disk: self.own_disk,
         };
         let (size, used) = self.tier.as_ref().map(|t| t.usage(&self.proc)).unwrap_or((0, 0));
         let mut view = TierView { size_bytes: size, used_bytes: used, faults: self.tier_faults, ..TierView::default() };
@@ -251,11 +252,11 @@ impl Engine {
             let dt = (now - prev.at).as_secs_f64().max(1e-3);
             view.read_bytes_per_sec = cur.pswpin.saturating_sub(prev.pswpin) as f64 * 4096.0 / dt;
             view.write_bytes_per_sec = cur.pswpout.saturating_sub(prev.pswpout) as f64 * 4096.0 / dt;
-            if let (Some(a), Some(b)) = (prev.disk, cur.disk) {
+            if let (Some(a), Some(b), Some(oa), Some(ob)) = (prev.disk, cur.disk, prev.others, cur.others) {
                 // Every write the device took, sampling's and relayout's too: all wear it.
                 let all = b.since(&a);
                 self.tier_writes.add(now_secs(), all.sectors_written * 512);
-                let others = all.since(&cur.own_disk.since(&prev.own_disk));
+                let others = ob.since(&oa);
                 view.read_latency_us = others.read_latency_us();
                 view.utilization = busy_share(&all, dt);
                 view.others_utilization = busy_share(&others, dt);
@@ -439,8 +440,6 @@ fn close_interval(
     t.faults.record_rate(t.measure.major_faults_per_sec, keep);
 }
 
-/// The device's busy share of an interval of `dt` seconds, whole and net of tierd's own
-/// moves (`own` wall seconds: they keep the device busy for as long as they take, or less).
 /// The share of `dt` seconds the device was busy with the span's I/O.
 fn busy_share(span: &DiskStats, dt: f64) -> f64 {
     (span.io_ms as f64 / 1000.0 / dt).min(1.0)

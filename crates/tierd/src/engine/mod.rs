@@ -76,9 +76,9 @@ struct IoSample {
     pswpin: u64,
     pswpout: u64,
     disk: Option<tierd_sys::procfs::DiskStats>,
+    /// The same less tierd's own moves ([`Engine::others_of`]).
+    others: Option<tierd_sys::procfs::DiskStats>,
     self_cpu_ticks: u64,
-    /// [`Engine::own_disk`] then.
-    own_disk: tierd_sys::procfs::DiskStats,
 }
 
 /// tierd's running state.

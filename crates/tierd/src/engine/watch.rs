@@ -132,7 +132,7 @@ impl Engine {
     /// slow would count a waking tenant's reads as quick ones for that long); the last
     /// known otherwise.
     pub(super) fn watch_read_secs(&mut self) -> f64 {
-        let disk = self.others_disk();
+        let disk = self.tier_disk().map(|d| self.others_of(d));
         if let (Some(now), Some(before)) = (disk, std::mem::replace(&mut self.watch_disk, disk))
             && let Some(us) = now.read_latency_us_since(&before)
         {
