@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 /// The hard ceiling over a tenant where the kernel may kill it in its own cgroup (v2
 /// `memory.max`; v1's one limit is the quota): a quarter above the whole DRAM budget,
 /// so it is met only by a tenant whose reclaim failed far past every soft limit (a full
-/// tier), never by one throttled at its quota or at the shared limit.
+/// tier), never by one throttled at its quota or at the shared limit (where a slow
+/// tier makes that untrue: docs/decisions/007).
 pub fn ceiling(dram_budget: u64) -> u64 {
     dram_budget.saturating_add(dram_budget / 4)
 }
@@ -55,8 +56,28 @@ pub struct Waits {
 /// the group's.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ReclaimProgress {
-    /// Bytes on the tier at the last look that found it throttled.
-    throttled_swap: Option<u64>,
+    /// What reclaim had moved at the last look that found it throttled.
+    throttled: Option<Reclaimed>,
+}
+
+/// What reclaim has moved out of a cgroup so far: its bytes on the tier (up as soon as
+/// a page's write starts), the pages reclaimed, anonymous or page cache (up as each is
+/// freed: a page-cache tenant's reclaim moves nothing to the tier), and the pages
+/// faulted back soon after (reclaim of a working set's own pages frees nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reclaimed {
+    pub swap_bytes: u64,
+    pub pages: u64,
+    pub refaulted: u64,
+}
+
+impl Reclaimed {
+    /// Whether reclaim freed anything since `before`: more on the tier, or more pages
+    /// taken than came straight back.
+    fn since(self, before: Reclaimed) -> bool {
+        let taken = self.pages.saturating_sub(before.pages);
+        self.swap_bytes > before.swap_bytes || taken > self.refaulted.saturating_sub(before.refaulted)
+    }
 }
 
 impl Waits {
@@ -90,14 +111,14 @@ impl Waits {
 
 impl ReclaimProgress {
     /// On v2 a task over `memory.high` sleeps in the kernel's throttle while reclaim
-    /// moves its memory to the tier: the quota at work, not a wait. It waits in vain
-    /// when reclaim moves nothing: `swap` (its bytes on the tier, `None` when it is not
-    /// throttled) did not grow since the last look. The first throttled look is not yet
-    /// a wait (room at every throttle let a fast-growing tenant run past its quota up to
-    /// its `memory.max`).
-    pub fn stalled(&mut self, swap: Option<u64>) -> bool {
-        let before = std::mem::replace(&mut self.throttled_swap, swap);
-        matches!((before, swap), (Some(b), Some(s)) if s <= b)
+    /// frees its memory (to the tier, or page cache dropped): the quota at work, not a
+    /// wait. It waits in vain when reclaim moves nothing: `now` (`None` when it is not
+    /// throttled) grew in neither count since the last look. The first throttled look
+    /// is not yet a wait (room at every throttle let a fast-growing tenant run past its
+    /// quota up to its `memory.max`).
+    pub fn stalled(&mut self, now: Option<Reclaimed>) -> bool {
+        let before = std::mem::replace(&mut self.throttled, now);
+        matches!((before, now), (Some(b), Some(n)) if !n.since(b))
     }
 }
 
@@ -112,12 +133,20 @@ mod tests {
 
     #[test]
     fn a_throttled_tenant_waits_only_while_its_reclaim_moves_nothing_to_the_tier() {
+        let seen = |swap_bytes, pages| Some(Reclaimed { swap_bytes, pages, refaulted: 0 });
         let mut w = ReclaimProgress::default();
-        assert!(!w.stalled(Some(10)), "one throttled look is not yet a wait");
-        assert!(!w.stalled(Some(20)), "reclaim moved 10 bytes out: the quota at work");
-        assert!(w.stalled(Some(20)), "nothing moved: it waits in vain");
+        assert!(!w.stalled(seen(10, 0)), "one throttled look is not yet a wait");
+        assert!(!w.stalled(seen(20, 0)), "reclaim moved 10 bytes out: the quota at work");
+        assert!(w.stalled(seen(20, 0)), "nothing moved: it waits in vain");
         assert!(!w.stalled(None), "not throttled");
-        assert!(!w.stalled(Some(20)), "a new throttle starts afresh");
+        assert!(!w.stalled(seen(20, 0)), "a new throttle starts afresh");
+        assert!(!w.stalled(seen(20, 300)), "page cache dropped, nothing written: the quota at work");
+        assert!(!w.stalled(seen(12, 301)), "pages swapped in while others were reclaimed: still progress");
+        assert!(w.stalled(seen(12, 301)), "neither moved");
+        let churn = |pages, refaulted| Some(Reclaimed { swap_bytes: 12, pages, refaulted });
+        assert!(!w.stalled(None));
+        assert!(!w.stalled(churn(301, 0)), "a new throttle");
+        assert!(w.stalled(churn(401, 100)), "each page taken came straight back (its program's text): in vain");
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub enum Write {
 }
 
 /// A memory controller (v1, or v2 if `v2`) whose every cgroup is charged `usage` (of it
-/// `swap_cached`), has `swap` on the tier and holds `settings`, accepts every write, in
+/// `swap_cached`), has `swap` on the tier, had `reclaimed_pages` taken by reclaim and
+/// holds `settings`, accepts every write, in
 /// which the tasks of the cgroups in `waiting` wait at their limit and the cgroups in
 /// `procs` hold processes. Its cgroups are directories below `base`, where settings put
 /// back are written.
@@ -33,6 +34,7 @@ pub struct FakeCgroups {
     pub v2: bool,
     pub usage: u64,
     pub swap: AtomicU64,
+    pub reclaimed_pages: AtomicU64,
     pub swap_cached: u64,
     pub waiting: Vec<String>,
     pub procs: Vec<(String, Vec<u32>)>,
@@ -83,6 +85,7 @@ impl MemoryController for FakeCgroups {
             usage: self.usage,
             anon: self.usage,
             swap: self.swap.load(Ordering::Relaxed),
+            reclaimed_pages: self.reclaimed_pages.load(Ordering::Relaxed),
             swap_cached: self.swap_cached,
             ..MemoryStats::default()
         })

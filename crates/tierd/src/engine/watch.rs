@@ -3,7 +3,7 @@
 use super::*;
 use tierd_core::activity::Change;
 use tierd_core::policy::moves::limit_margin;
-use tierd_core::waits::ReclaimProgress;
+use tierd_core::waits::{ReclaimProgress, Reclaimed};
 
 impl Engine {
     /// Between intervals: wakes tasks waiting at a quota or at the group limit, their
@@ -149,7 +149,12 @@ fn waits_in_vain(cg: &dyn MemoryController, rel: &str, reclaim: &mut ReclaimProg
     if cg.version() != cgroup::Version::V2 {
         return waiting;
     }
-    reclaim.stalled(waiting.then(|| cg.stats(rel).map(|s| s.swap).ok()).flatten())
+    let seen = |s: cgroup::MemoryStats| Reclaimed {
+        swap_bytes: s.swap,
+        pages: s.reclaimed_pages,
+        refaulted: s.refaulted_pages,
+    };
+    reclaim.stalled(waiting.then(|| cg.stats(rel).map(seen).ok()).flatten())
 }
 
 /// How far the wake of a tenant holding `held` raises its limit: room, unless the OOM
@@ -248,16 +253,20 @@ mod waiters {
     }
 
     #[test]
-    fn on_v2_a_throttled_tenant_gets_room_only_once_its_reclaim_moves_nothing_to_the_tier() {
+    fn on_v2_a_throttled_tenant_gets_room_only_once_its_reclaim_frees_nothing() {
+        use std::sync::atomic::Ordering::Relaxed;
         let dir = tempfile::tempdir().unwrap();
         let waiting = vec![DB.to_string()];
         let cg = Arc::new(FakeCgroups { v2: true, usage: 64 * MIB, waiting, ..FakeCgroups::default() });
         let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
         fixture::add_tenant(&mut e, "db", Some(64 * MIB), 64 * MIB);
         e.release_waiters();
-        cg.swap.fetch_add(8 * MIB, std::sync::atomic::Ordering::Relaxed);
+        cg.swap.fetch_add(8 * MIB, Relaxed);
         e.release_waiters();
         assert!(cg.writes.lock().unwrap().is_empty(), "throttled while reclaim moves it out: the quota at work");
+        cg.reclaimed_pages.fetch_add(2048, Relaxed);
+        e.release_waiters();
+        assert!(cg.writes.lock().unwrap().is_empty(), "throttled while its page cache is dropped: the quota at work");
         e.release_waiters();
         assert_eq!(*cg.writes.lock().unwrap(), [Write::Wake(DB.into(), cgroup::Wake::Room(16 * MIB))]);
         let said = fixture::said(&e);
