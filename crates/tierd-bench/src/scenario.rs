@@ -17,64 +17,23 @@ use crate::harness::{SlowTier, Throttle, Tierd, sleep};
 use crate::machine::cpu_seconds;
 use crate::workload::Pattern;
 
-/// How memory is managed in a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    Dram,
-    Swap,
-    Static,
-    Tierd,
-    /// DRAM as a direct-mapped cache of the tier (seed 002): the simulator only.
-    MemoryMode,
-}
+pub use tierd_sim::Mode;
 
-impl Mode {
-    pub const ALL: [Mode; 5] = [Mode::Dram, Mode::Swap, Mode::Static, Mode::Tierd, Mode::MemoryMode];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Dram => "dram",
-            Mode::Swap => "swap",
-            Mode::Static => "static",
-            Mode::Tierd => "tierd",
-            Mode::MemoryMode => "memory-mode",
-        }
-    }
-
-    pub fn parse(s: &str) -> anyhow::Result<Mode> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| anyhow::anyhow!("unknown mode `{s}`: dram, swap, static, tierd or memory-mode"))
-    }
-
-    /// tierd's flags for this mode with `budget` bytes of DRAM.
-    fn args(self, budget: u64, ratio: f64) -> Vec<String> {
-        // `dram`: the same harness, but a budget no tenant set here comes near.
-        let (policy, budget) = match self {
-            Mode::Dram | Mode::MemoryMode => ("none", 16 << 30),
-            Mode::Swap => ("none", budget),
-            Mode::Static => ("static", budget),
-            Mode::Tierd => ("tierd", budget),
-        };
-        let ratio = if self == Mode::Dram { 0.25 } else { ratio };
-        [
-            "--policy",
-            policy,
-            "--dram-budget",
-            &budget.to_string(),
-            "--ratio",
-            &ratio.to_string(),
-            "--interval",
-            "5s",
-            "--window",
-            "30s",
-        ]
-        .iter()
-        .map(|s| s.to_string())
+/// tierd's flags for a run in `mode` with `budget` bytes of DRAM.
+fn tierd_args(mode: Mode, budget: u64, ratio: f64) -> Vec<String> {
+    // `dram`: the same harness, but a budget no tenant set here comes near.
+    let (policy, budget) = match mode {
+        Mode::Dram | Mode::MemoryMode => ("none", 16 << 30),
+        Mode::Swap => ("none", budget),
+        Mode::Static => ("static", budget),
+        Mode::Tierd => ("tierd", budget),
+    };
+    let ratio = if mode == Mode::Dram { 0.25 } else { ratio };
+    ["--policy", policy, "--dram-budget", &budget.to_string(), "--ratio", &ratio.to_string()]
+        .into_iter()
+        .chain(["--interval", "5s", "--window", "30s"])
+        .map(str::to_string)
         .collect()
-    }
 }
 
 /// What a tenant runs.
@@ -268,7 +227,7 @@ pub fn start(mode: Mode, budget: u64, ratio: f64, tenants: &[TenantDef]) -> anyh
     if tenants.iter().any(|d| matches!(d.app, App::Redis { .. })) && which("redis-server").is_none() {
         anyhow::bail!("redis-server is not installed (Debian: apt-get install redis-server)");
     }
-    let mut t = Tierd::start(&mode.args(budget, ratio))?;
+    let mut t = Tierd::start(&tierd_args(mode, budget, ratio))?;
     for d in tenants {
         let mut spec = tierd_core::tenant::TenantSpec::new(tierd_core::TenantName::new(&d.name)?);
         spec.size = Some(d.size);
@@ -494,10 +453,10 @@ mod tests {
     fn modes_parse_and_map_to_policies() {
         assert_eq!(Mode::parse("swap").unwrap(), Mode::Swap);
         assert!(Mode::parse("zram").is_err());
-        let a = Mode::Swap.args(1 << 30, 2.0);
+        let a = tierd_args(Mode::Swap, 1 << 30, 2.0);
         assert!(a.windows(2).any(|w| w[0] == "--policy" && w[1] == "none"));
         assert!(a.windows(2).any(|w| w[0] == "--dram-budget" && w[1] == (1u64 << 30).to_string()));
-        let d = Mode::Dram.args(1 << 30, 2.0);
+        let d = tierd_args(Mode::Dram, 1 << 30, 2.0);
         assert!(d.windows(2).any(|w| w[0] == "--dram-budget" && w[1] == (16u64 << 30).to_string()));
     }
 }

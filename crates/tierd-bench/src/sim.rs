@@ -66,16 +66,6 @@ fn tenant_model(d: &TenantDef) -> anyhow::Result<tierd_sim::TenantModel> {
     })
 }
 
-fn sim_mode(m: Mode) -> tierd_sim::Mode {
-    match m {
-        Mode::Dram => tierd_sim::Mode::Dram,
-        Mode::Swap => tierd_sim::Mode::Swap,
-        Mode::Static => tierd_sim::Mode::Static,
-        Mode::Tierd => tierd_sim::Mode::Tierd,
-        Mode::MemoryMode => tierd_sim::Mode::MemoryMode,
-    }
-}
-
 /// The simulated run in the real suite's terms.
 pub fn as_run(mode: Mode, r: tierd_sim::Run) -> Run {
     let phase = |k: tierd_sim::PhaseKind| match k {
@@ -168,7 +158,7 @@ pub fn run_scenarios(plan: &Plan, chosen: &[crate::suite::Scenario], seeds: usiz
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some((si, pi, m, sd, model)) = jobs.get(k) else { break };
-                    let r = as_run(*m, tierd_sim::simulate(model, sim_mode(*m), *sd));
+                    let r = as_run(*m, tierd_sim::simulate(model, *m, *sd));
                     let got = sample(&chosen[*si].points[*pi], &r);
                     done.lock().unwrap_or_else(|e| e.into_inner())[k] = Some(got);
                     bar.inc(1);
@@ -237,7 +227,7 @@ pub fn trace(plan: &Plan) -> anyhow::Result<i32> {
     // A reader that stops early (`| head`) ends the output, not the program.
     let mut open = writeln!(out, "{header}").is_ok();
     let sd = seed(&format!("{name}/{}", p.label), 0);
-    tierd_sim::simulate_traced(&model, sim_mode(mode), sd, |lines| {
+    tierd_sim::simulate_traced(&model, mode, sd, |lines| {
         for l in lines {
             if !open {
                 return;

@@ -29,16 +29,48 @@ pub use access::{App, Pattern, PhaseKind, TenantModel};
 pub use device::Slow;
 pub use host::Report;
 
-/// How memory is managed in a simulated run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How memory is managed in a run, simulated or real (`tierd-bench` names its modes
+/// with this type too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     Dram,
     Swap,
     Static,
     Tierd,
-    /// DRAM as a direct-mapped cache of the tier, no quotas.
+    /// DRAM as a direct-mapped cache of the tier (seed 002), no quotas: simulated only.
     MemoryMode,
 }
+
+impl Mode {
+    pub const ALL: [Mode; 5] = [Mode::Dram, Mode::Swap, Mode::Static, Mode::Tierd, Mode::MemoryMode];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Dram => "dram",
+            Mode::Swap => "swap",
+            Mode::Static => "static",
+            Mode::Tierd => "tierd",
+            Mode::MemoryMode => "memory-mode",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Mode, UnknownMode> {
+        Mode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| UnknownMode(s.to_string()))
+    }
+}
+
+/// A mode name that is none of [`Mode::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMode(pub String);
+
+impl std::fmt::Display for UnknownMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown mode `{}`: dram, swap, static, tierd or memory-mode", self.0)
+    }
+}
+
+impl std::error::Error for UnknownMode {}
 
 /// A host and its tenants.
 #[derive(Debug, Clone)]

@@ -42,7 +42,7 @@ impl SuitePoints {
             .unwrap_or(all)
             .split(',')
             .map(tierd_bench::scenario::Mode::parse)
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(tierd_bench::suite::Plan {
             scenarios: self.scenarios,
             files: self.files,
