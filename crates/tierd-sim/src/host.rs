@@ -381,17 +381,26 @@ impl Host {
         dm.update(&classes);
     }
 
-    /// Reads queued regions back while the device has room; returns its share used.
+    /// Reads queued regions back while the device has room, and while the limits that
+    /// bind each tenant have room or the kernel's reclaim in the reads' charges frees
+    /// it; returns the device's share used.
     fn run_prefetch(&mut self, demand_rho: f64) -> f64 {
         let (full_runs, full_scat) = self.device.prefetch_room(self.now, 0.0, DT);
         let (mut runs, mut scat) = self.device.prefetch_room(self.now, demand_rho, DT);
         let (room_runs, room_scat) = (runs, scat);
+        let mut reclaim = LIMIT_RECLAIM_BYTES_PER_SEC / PAGE * DT;
         while let Some(&(i, r, relayout)) = self.prefetch.front() {
             if runs < 1.0 && scat < 1.0 {
                 break;
             }
+            let free = self.free_pages(i);
+            let allowed = free + reclaim;
+            if allowed < 1.0 {
+                break;
+            }
             let t = &mut self.tenants[i];
-            let (got_runs, got_scat, by_class) = t.mem.read_back(r, runs, scat);
+            let (got_runs, got_scat, by_class) = t.mem.read_back(r, runs.min(allowed), scat.min(allowed));
+            reclaim = (reclaim - (got_runs + got_scat - free).max(0.0)).max(0.0);
             for (x, n) in t.inserted.iter_mut().zip(by_class) {
                 *x += n;
             }
@@ -409,6 +418,16 @@ impl Host {
             }
         }
         (room_runs - runs) / full_runs.max(1.0) + (room_scat - scat) / full_scat.max(1.0)
+    }
+
+    /// Pages tenant `i` may take before a limit that binds it (its own, the group's)
+    /// is reached.
+    fn free_pages(&self, i: usize) -> f64 {
+        let t = &self.tenants[i];
+        let own = t.limit_now.map_or(f64::INFINITY, |l| l - t.dram_pages());
+        let held: f64 = self.tenants.iter().map(Tenant::dram_pages).sum();
+        let group = self.group_limit.map_or(f64::INFINITY, |g| g - held);
+        own.min(group).max(0.0)
     }
 
     /// Reclaims what tenants hold over their own limits, then over the group's.
@@ -521,4 +540,54 @@ impl Host {
 pub fn normal(rng: &mut fastrand::Rng) -> f64 {
     let (u, v) = (rng.f64().max(1e-12), rng.f64());
     (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::{App, Pattern};
+
+    /// One idle 256 MiB tenant with 128 MiB of it out on the tier and queued for a prefetch.
+    fn half_out_on_the_tier() -> Host {
+        let size = 256 << 20;
+        let phases = vec![(PhaseKind::Idle, 60.0)];
+        let m = TenantModel {
+            name: "a".into(),
+            size,
+            hot: size,
+            pattern: Pattern::Uniform,
+            app: App::Workload,
+            phases,
+            reserve: 0,
+            shares: 1,
+        };
+        let mut h = Host::new(vec![m], None, &mut fastrand::Rng::with_seed(1));
+        let mem = &mut h.tenants[0].mem;
+        mem.fill(mem.total_pages());
+        for r in 0..64 {
+            mem.page_out(r);
+            h.prefetch.push_back((0, r, false));
+        }
+        let written = mem.swap_cached_pages();
+        mem.free_written(written);
+        h
+    }
+
+    fn read_back_in_a_step(h: &mut Host) -> f64 {
+        let before = h.tenants[0].dram_pages();
+        h.run_prefetch(0.0);
+        h.tenants[0].dram_pages() - before
+    }
+
+    #[test]
+    fn a_prefetch_into_a_group_at_its_limit_reads_no_faster_than_reclaim_frees_room() {
+        let reclaim_per_step = LIMIT_RECLAIM_BYTES_PER_SEC / PAGE * DT;
+        let mut room = half_out_on_the_tier();
+        let with_room = read_back_in_a_step(&mut room);
+        assert!(with_room > 5.0 * reclaim_per_step, "{with_room} pages at the device's speed");
+        let mut full = half_out_on_the_tier();
+        full.group_limit = Some(full.tenants[0].dram_pages());
+        let at_limit = read_back_in_a_step(&mut full);
+        assert!((at_limit - reclaim_per_step).abs() < 1.0, "{at_limit} pages, reclaim frees {reclaim_per_step}");
+    }
 }
