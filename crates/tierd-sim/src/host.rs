@@ -400,7 +400,10 @@ impl Host {
             }
             let t = &mut self.tenants[i];
             let (got_runs, got_scat, by_class) = t.mem.read_back(r, runs.min(allowed), scat.min(allowed));
-            reclaim = (reclaim - (got_runs + got_scat - free).max(0.0)).max(0.0);
+            // Pages read beyond the room were reclaimed first, on tierd's CPU.
+            let reclaimed = (got_runs + got_scat - free).max(0.0);
+            reclaim = (reclaim - reclaimed).max(0.0);
+            self.tierd_debt += reclaimed * RECLAIM_CPU_SECS;
             for (x, n) in t.inserted.iter_mut().zip(by_class) {
                 *x += n;
             }
