@@ -204,6 +204,8 @@ pub struct Host {
     cpu_share: f64,
     /// CPU seconds of tierd's work not done yet: it runs on the same CPUs.
     pub tierd_debt: f64,
+    /// CPU seconds the kernel's reclaim took in tierd's prefetch reads so far.
+    pub prefetch_reclaim_secs: f64,
     /// Regions to read back from the tier: (tenant, region, then page out whole).
     pub prefetch: VecDeque<(usize, usize, bool)>,
     /// Pages written to the tier this step (reclaim, page-outs).
@@ -232,6 +234,7 @@ impl Host {
             group_scan_ratio: 1.0,
             cpu_share: 1.0,
             tierd_debt: 0.0,
+            prefetch_reclaim_secs: 0.0,
             prefetch: VecDeque::new(),
             written: 0.0,
             direct_mapped: None,
@@ -404,6 +407,7 @@ impl Host {
             let reclaimed = (got_runs + got_scat - free).max(0.0);
             reclaim = (reclaim - reclaimed).max(0.0);
             self.tierd_debt += reclaimed * RECLAIM_CPU_SECS;
+            self.prefetch_reclaim_secs += reclaimed * RECLAIM_CPU_SECS;
             for (x, n) in t.inserted.iter_mut().zip(by_class) {
                 *x += n;
             }
@@ -592,5 +596,8 @@ mod tests {
         full.group_limit = Some(full.tenants[0].dram_pages());
         let at_limit = read_back_in_a_step(&mut full);
         assert!((at_limit - reclaim_per_step).abs() < 1.0, "{at_limit} pages, reclaim frees {reclaim_per_step}");
+        let cpu = reclaim_per_step * RECLAIM_CPU_SECS;
+        assert!((full.prefetch_reclaim_secs - cpu).abs() < 1e-9, "reclaim's CPU is tierd's");
+        assert_eq!(room.prefetch_reclaim_secs, 0.0, "into free room nothing is reclaimed");
     }
 }

@@ -191,7 +191,7 @@ pub fn simulate_traced(point: &Point, mode: Mode, seed: u64, mut trace: impl FnM
     let tracked: f64 = point.tenants.iter().map(|t| t.size as f64).sum();
     Run {
         tenants: host.tenants.iter().map(|t| (t.model.name.clone(), t.reports.clone())).collect(),
-        tierd_cpu_percent: engine.cpu_secs / point.secs * 100.0,
+        tierd_cpu_percent: (engine.cpu_secs + host.prefetch_reclaim_secs) / point.secs * 100.0,
         tracker_cpu_per_8gib: (engine.tracker_secs > 0.0)
             .then(|| engine.tracker_secs / point.secs * 100.0 * (8u64 << 30) as f64 / tracked),
         health,
