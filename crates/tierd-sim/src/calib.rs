@@ -98,8 +98,8 @@ pub const PROCESS_BYTES: f64 = 0.9 * (1u64 << 20) as f64;
 pub const PAGEOUT_BYTES_PER_SEC: f64 = 2.0 * (1u64 << 30) as f64;
 /// A v1 limit written below usage reclaims in the write, 32 pages at a time: ~170 MiB/s
 /// (measured for the `tierd` policy's quota cuts). A prefetch into a full cgroup goes
-/// no faster: each page read reclaims one first, in the read's charge (login-storm/12
-/// at 774ae74: woken tenants' 140–185 MiB read into the group at its limit in 1.1–1.7 s).
+/// no faster: each page read reclaims one first, in the read's charge (measured in
+/// bench/results/sim/judged/prefetch-into-a-full-group.md).
 pub const LIMIT_RECLAIM_BYTES_PER_SEC: f64 = 170.0 * (1u64 << 20) as f64;
 /// CPU per page the sampling tracker unmaps: ~62 µs per single-page iovec, ~20 µs per
 /// page in 16-page runs (DESIGN); in its 4-page runs about 30 µs.
