@@ -74,7 +74,7 @@ pub struct Reclaimed {
 impl Reclaimed {
     /// Whether reclaim freed anything since `before`: more on the tier, or more pages
     /// taken than came straight back.
-    fn since(self, before: Reclaimed) -> bool {
+    fn freed_since(self, before: Reclaimed) -> bool {
         let taken = self.pages.saturating_sub(before.pages);
         self.swap_bytes > before.swap_bytes || taken > self.refaulted.saturating_sub(before.refaulted)
     }
@@ -118,7 +118,7 @@ impl ReclaimProgress {
     /// quota up to its `memory.max`).
     pub fn stalled(&mut self, now: Option<Reclaimed>) -> bool {
         let before = std::mem::replace(&mut self.throttled, now);
-        matches!((before, now), (Some(b), Some(n)) if !n.since(b))
+        matches!((before, now), (Some(b), Some(n)) if !n.freed_since(b))
     }
 }
 

@@ -402,12 +402,15 @@ impl Host {
                 break;
             }
             let t = &mut self.tenants[i];
-            let (got_runs, got_scat, by_class) = t.mem.read_back(r, runs.min(allowed), scat.min(allowed));
+            // Runs first, then scattered pages, `allowed` in all.
+            let run_take = runs.min(allowed).min(t.mem.region_tier(r).0);
+            let (got_runs, got_scat, by_class) = t.mem.read_back(r, run_take, scat.min(allowed - run_take));
             // Pages read beyond the room were reclaimed first, on tierd's CPU.
             let reclaimed = (got_runs + got_scat - free).max(0.0);
             reclaim = (reclaim - reclaimed).max(0.0);
-            self.tierd_debt += reclaimed * RECLAIM_CPU_SECS;
-            self.prefetch_reclaim_secs += reclaimed * RECLAIM_CPU_SECS;
+            let cpu = reclaimed * RECLAIM_CPU_SECS;
+            self.tierd_debt += cpu;
+            self.prefetch_reclaim_secs += cpu;
             for (x, n) in t.inserted.iter_mut().zip(by_class) {
                 *x += n;
             }
