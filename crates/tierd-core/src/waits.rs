@@ -61,22 +61,20 @@ pub struct ReclaimProgress {
 }
 
 /// What reclaim has moved out of a cgroup so far: its bytes on the tier (up as soon as
-/// a page's write starts), the pages reclaimed, anonymous or page cache (up as each is
-/// freed: a page-cache tenant's reclaim moves nothing to the tier), and the pages
-/// faulted back soon after (reclaim of a working set's own pages frees nothing).
+/// a page's write starts) and the pages reclaimed, anonymous or page cache (up as each
+/// is freed: a page-cache tenant's reclaim moves nothing to the tier). Pages that fault
+/// straight back still count: a tenant thrashing under a quota smaller than its hot set
+/// is the quota at work (docs/decisions/007).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reclaimed {
     pub swap_bytes: u64,
     pub pages: u64,
-    pub refaulted: u64,
 }
 
 impl Reclaimed {
-    /// Whether reclaim freed anything since `before`: more on the tier, or more pages
-    /// taken than came straight back.
+    /// Whether reclaim freed anything since `before`.
     fn freed_since(self, before: Reclaimed) -> bool {
-        let taken = self.pages.saturating_sub(before.pages);
-        self.swap_bytes > before.swap_bytes || taken > self.refaulted.saturating_sub(before.refaulted)
+        self.swap_bytes > before.swap_bytes || self.pages > before.pages
     }
 }
 
@@ -133,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_throttled_tenant_waits_only_while_its_reclaim_moves_nothing_to_the_tier() {
-        let seen = |swap_bytes, pages| Some(Reclaimed { swap_bytes, pages, refaulted: 0 });
+        let seen = |swap_bytes, pages| Some(Reclaimed { swap_bytes, pages });
         let mut w = ReclaimProgress::default();
         assert!(!w.stalled(seen(10, 0)), "one throttled look is not yet a wait");
         assert!(!w.stalled(seen(20, 0)), "reclaim moved 10 bytes out: the quota at work");
@@ -143,10 +141,6 @@ mod tests {
         assert!(!w.stalled(seen(20, 300)), "page cache dropped, nothing written: the quota at work");
         assert!(!w.stalled(seen(12, 301)), "pages swapped in while others were reclaimed: still progress");
         assert!(w.stalled(seen(12, 301)), "neither moved");
-        let churn = |pages, refaulted| Some(Reclaimed { swap_bytes: 12, pages, refaulted });
-        assert!(!w.stalled(None));
-        assert!(!w.stalled(churn(301, 0)), "a new throttle");
-        assert!(w.stalled(churn(401, 100)), "each page taken came straight back (its program's text): in vain");
     }
 
     #[test]

@@ -77,9 +77,6 @@ pub struct MemoryStats {
     /// Pages the kernel's reclaim has taken from the cgroup so far, anonymous or page
     /// cache (v2 `pgsteal`; v1 does not count them: 0).
     pub reclaimed_pages: u64,
-    /// Pages faulted back in soon after reclaim took them (v2 `workingset_refault_*`;
-    /// 0 on v1): reclaim that only churns a tenant's working set.
-    pub refaulted_pages: u64,
 }
 
 /// A cgroup's memory pressure stall totals (PSI, `memory.pressure`), in microseconds.

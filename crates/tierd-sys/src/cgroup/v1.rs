@@ -126,7 +126,6 @@ impl MemoryController for V1 {
                 .and_then(|t| stat_map(&t).get("oom_kill").copied())
                 .unwrap_or(0),
             reclaimed_pages: 0,
-            refaulted_pages: 0,
         })
     }
 

@@ -174,10 +174,6 @@ impl MemoryController for V2 {
                 .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
                 .unwrap_or(0),
             reclaimed_pages: get("pgsteal"),
-            // Split by kind since 5.9; one count before.
-            refaulted_pages: get("workingset_refault")
-                + get("workingset_refault_anon")
-                + get("workingset_refault_file"),
         })
     }
 
@@ -224,7 +220,7 @@ mod tests {
     use super::*;
     use crate::cgroup::fixture::populate;
 
-    const STAT: &str = "anon 2097152\nfile 8192\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\nworkingset_refault_anon 2\nworkingset_refault_file 3\n";
+    const STAT: &str = "anon 2097152\nfile 8192\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
 
     fn leaf() -> [(&'static str, &'static str); 10] {
         [
@@ -334,7 +330,7 @@ mod tests {
             (3000000, 2 << 20, 2 << 20, 16384, 4096, 8192)
         );
         assert_eq!(s.oom_kills, 3, "oom_kill, not oom or oom_group_kill");
-        assert_eq!((s.reclaimed_pages, s.refaulted_pages), (12, 5), "pgsteal; refaults of both kinds");
+        assert_eq!(s.reclaimed_pages, 12, "pgsteal: anonymous and page cache alike");
     }
 
     #[test]

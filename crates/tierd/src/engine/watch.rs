@@ -149,11 +149,7 @@ fn waits_in_vain(cg: &dyn MemoryController, rel: &str, reclaim: &mut ReclaimProg
     if cg.version() != cgroup::Version::V2 {
         return waiting;
     }
-    let seen = |s: cgroup::MemoryStats| Reclaimed {
-        swap_bytes: s.swap,
-        pages: s.reclaimed_pages,
-        refaulted: s.refaulted_pages,
-    };
+    let seen = |s: cgroup::MemoryStats| Reclaimed { swap_bytes: s.swap, pages: s.reclaimed_pages };
     reclaim.stalled(waiting.then(|| cg.stats(rel).map(seen).ok()).flatten())
 }
 
