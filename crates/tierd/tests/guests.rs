@@ -491,10 +491,13 @@ fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgro
         .unwrap_or_else(|e| panic!("{e}\n{log}"));
     let big = tenant_in(&status, "big", &log);
     assert_eq!((big["exit_code"].as_i64(), big["oom_kills"].as_u64()), (Some(137), Some(1)), "{big:#}\n{log}");
-    assert_eq!(tenant_in(&status, "small", &log)["state"], "running", "its neighbour runs on\n{log}");
+    // Its neighbour may meet its quota while the tier is full (an estimate a pass short,
+    // see allocation-beside-whole-claims.md in bench/results/sim/judged): the guard gives
+    // it room too, and it is never killed.
+    let small = tenant_in(&status, "small", &log);
+    assert_eq!((small["state"].as_str(), small["oom_kills"].as_u64()), (Some("running"), Some(0)), "{small:#}\n{log}");
     let events = said_by(&console, "guest-outgrow", "events").unwrap_or("");
     assert!(events.contains("[big] the kernel's OOM killer ended 1 of its processes"), "{events}");
-    assert!(!events.contains("[small] throttled"), "{events}");
     let most_swapped = console
         .lines()
         .filter_map(|l| said_by(l, "guest-outgrow", "big at"))
@@ -503,8 +506,9 @@ fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgro
         .unwrap_or(0);
     let last = console.lines().filter_map(|l| said_by(l, "guest-outgrow", "big at")).next_back().unwrap_or("");
     eprintln!(
-        "big ended with up to {} MiB of it seen on the 64 MiB tier; room given: {}; last seen at {last}",
+        "big ended with up to {} MiB of it seen on the 64 MiB tier; room given: {}, to small: {}; last seen at {last}",
         most_swapped / MIB,
-        events.contains("[big] throttled at its quota")
+        events.contains("[big] throttled at its quota"),
+        events.contains("[small] throttled at its quota")
     );
 }
