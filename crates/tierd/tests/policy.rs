@@ -144,7 +144,7 @@ fn memory_touched_now_and_then_counts_in_full_within_the_window() {
 fn hot_sets_that_fit_share_one_limit_and_stay_resident() {
     let _g = serial();
     let mut d = daemon("512M", &[]);
-    let work = |hot: &'static str| ["--size", "512M", "--hot", hot, "--duration", "60s", "--json", "--report", "5s"];
+    let work = |hot: &'static str| ["--size", "512M", "--hot", hot, "--duration", "90s", "--json", "--report", "5s"];
     d.run_workload("small", &["--size", "512M"], &work("64M"));
     d.run_workload("large", &["--size", "512M"], &work("256M"));
     // Past the fill and a window of samples: what each touches is known.
@@ -165,11 +165,11 @@ fn hot_sets_that_fit_share_one_limit_and_stay_resident() {
     }
     // The model behind it, for operators: the large tenant's curve says its hot set is
     // a cliff near 256 MiB, and two more like it would not fit on this budget.
-    // One reading rests on one interval's samples (CI once read 318 MiB, its samples
-    // half back under a loaded host), so the median of five a second apart is judged.
+    // One reading rests on one interval's samples (CI read 318 and 314 MiB, its samples
+    // half back under a loaded host), so the median of five, an interval apart, is judged.
     let mut curves: Vec<Value> = (0..5)
         .map(|_| {
-            std::thread::sleep(Duration::from_secs(1));
+            std::thread::sleep(Duration::from_secs(2));
             serde_json::from_str(&d.ctl(&["curve", "large", "--json"])).unwrap()
         })
         .collect();
