@@ -25,8 +25,8 @@ pub enum Write {
 /// A memory controller (v1, or v2 if `v2`) whose every cgroup is charged `usage` (of it
 /// `swap_cached`), has `swap` on the tier, had `reclaimed_pages` taken by reclaim and
 /// holds `settings`, accepts every write, in which the tasks of the cgroups in `waiting`
-/// wait at their limit and the cgroups in `procs` hold processes. Its cgroups are directories below `base`, where settings put
-/// back are written.
+/// wait at their limit and the cgroups in `procs` hold processes. Its cgroups are
+/// directories below `base`, where settings put back are written.
 #[derive(Debug, Default)]
 pub struct FakeCgroups {
     pub writes: Mutex<Vec<Write>>,
