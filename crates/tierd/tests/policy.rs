@@ -175,6 +175,7 @@ fn hot_sets_that_fit_share_one_limit_and_stay_resident() {
         .collect();
     curves.sort_by(|a, b| mib(&a["hot_bytes"]).total_cmp(&mib(&b["hot_bytes"])));
     let hots: Vec<f64> = curves.iter().map(|c| mib(&c["hot_bytes"]).round()).collect();
+    eprintln!("large's hot set read {hots:?} MiB (256 MiB touched)");
     let curve = &curves[2];
     let hot = mib(&curve["hot_bytes"]);
     assert!((hot / 256.0 - 1.0).abs() <= 0.2, "median hot set {hot:.0} MiB of {hots:?}: {curve:#}");
