@@ -600,14 +600,7 @@ mod tests {
                 Point::steady("b", GIB, 10, steady_tenants("t", 1, 512, 128, 10), 0.0, 10.0),
             ],
         };
-        let mut first = Results {
-            run: RunInfo::collect(),
-            simulated: None,
-            reps: 1,
-            scale: 1.0,
-            tier: "t".into(),
-            results: Vec::new(),
-        };
+        let mut first = fixtures::results(Vec::new());
         for p in &sc.points {
             first.put(aggregate(p, &sc, &[(Mode::Dram, vec![steady_sample(&[100.0], 1.0)])]));
         }
@@ -629,14 +622,7 @@ mod tests {
     #[test]
     fn points_read_in_catalogue_order_whatever_order_they_were_run_in() {
         let cat = catalogue(1.0);
-        let mut r = Results {
-            run: RunInfo::collect(),
-            simulated: None,
-            reps: 1,
-            scale: 1.0,
-            tier: "t".into(),
-            results: Vec::new(),
-        };
+        let mut r = fixtures::results(Vec::new());
         for (scenario, label) in [("login-storm", "10 tenants"), ("density-2x", "2x"), ("login-storm", "5 tenants")] {
             let sc = cat.iter().find(|s| s.name == scenario).unwrap();
             let p = sc.points.iter().find(|p| p.label == label).unwrap();
