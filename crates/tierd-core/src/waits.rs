@@ -50,6 +50,9 @@ pub struct Waits {
     /// Whether its reclaim moves anything (v2).
     #[serde(skip)]
     pub reclaim: ReclaimProgress,
+    /// Charges that had met its hard limit at the last look since it was given up.
+    #[serde(skip)]
+    limit_hits: Option<u64>,
 }
 
 /// Whether reclaim at a v2 `memory.high` moves anything, look by look: a tenant's, or
@@ -84,6 +87,7 @@ impl Waits {
     pub fn observe(&mut self, now: f64, waiting: bool, tier_full: bool, grace_secs: f64, log_every_secs: f64) -> Step {
         if !waiting {
             self.since = None;
+            self.limit_hits = None;
             return if std::mem::take(&mut self.gave_up) { Step::Recovered } else { Step::Nothing };
         }
         let since = *self.since.get_or_insert(now);
@@ -99,6 +103,15 @@ impl Waits {
             self.logged = Some(now);
         }
         Step::Wake { log }
+    }
+
+    /// Whether a tenant given up still meets its pinned limit (`hits`: the charges that
+    /// met its hard limit so far). Its tasks then reclaim in the charge and are killed
+    /// there, not asleep where `waiting` looks (v2's `memory.high` throttle, v1's
+    /// `under_oom`), and recovering would lift the pin before the kill: a flip-flop
+    /// (docs/decisions/007). The first look after giving up counts as meeting it.
+    pub fn meets_pinned_limit(&mut self, hits: u64) -> bool {
+        self.gave_up && self.limit_hits.replace(hits).is_none_or(|before| hits > before)
     }
 
     /// Seconds of the current continuous wait.
@@ -156,6 +169,20 @@ mod tests {
         assert_eq!(w.observe(32.0, false, true, 30.0, 10.0), Step::Recovered);
         assert_eq!(w.observe(33.0, false, true, 30.0, 10.0), Step::Nothing);
         assert_eq!(w.waiting_secs(33.0), None);
+    }
+
+    #[test]
+    fn a_tenant_given_up_waits_while_its_charges_meet_the_pinned_limit() {
+        let mut w = Waits::default();
+        assert!(!w.meets_pinned_limit(5), "not given up: its own quota's throttle is what counts");
+        w.observe(0.0, true, true, 0.0, 10.0);
+        assert!(w.gave_up);
+        assert!(w.meets_pinned_limit(5), "the first look after giving up");
+        assert!(w.meets_pinned_limit(9), "four more charges met it");
+        assert_eq!(w.observe(2.0, true, true, 0.0, 10.0), Step::Wake { log: false }, "still given up");
+        assert!(!w.meets_pinned_limit(9), "none since");
+        assert_eq!(w.observe(3.0, false, true, 0.0, 10.0), Step::Recovered);
+        assert!(!w.meets_pinned_limit(12), "recovered: no longer given up");
     }
 
     #[test]

@@ -498,6 +498,10 @@ fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgro
     assert_eq!((small["state"].as_str(), small["oom_kills"].as_u64()), (Some("running"), Some(0)), "{small:#}\n{log}");
     let events = said_by(&console, "guest-outgrow", "events").unwrap_or("");
     assert!(events.contains("[big] the kernel's OOM killer ended 1 of its processes"), "{events}");
+    // Given up, it stays so until the kernel ends it: a look that found its tasks at the
+    // pinned memory.max, not in the throttle, once lifted the pin (docs/decisions/007).
+    let before_kill = events.split("[big] the kernel's OOM killer ended").next().unwrap_or("");
+    assert!(!before_kill.contains("[big] no longer waits"), "the give-up was undone before the kill: {events}");
     let most_swapped = console
         .lines()
         .filter_map(|l| said_by(l, "guest-outgrow", "big at"))

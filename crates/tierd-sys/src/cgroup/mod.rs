@@ -77,6 +77,9 @@ pub struct MemoryStats {
     /// Pages the kernel's reclaim has taken from the cgroup so far, anonymous or page
     /// cache (v2 `pgsteal`; v1 does not count them: 0).
     pub reclaimed_pages: u64,
+    /// Charges that met the cgroup's hard limit so far (v2 `memory.events` `max`, v1
+    /// `memory.failcnt`).
+    pub limit_hits: u64,
 }
 
 /// A cgroup's memory pressure stall totals (PSI, `memory.pressure`), in microseconds.

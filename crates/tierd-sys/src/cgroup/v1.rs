@@ -126,6 +126,7 @@ impl MemoryController for V1 {
                 .and_then(|t| stat_map(&t).get("oom_kill").copied())
                 .unwrap_or(0),
             reclaimed_pages: 0,
+            limit_hits: read_u64(&dir.join("memory.failcnt")).ok().flatten().unwrap_or(0),
         })
     }
 
@@ -291,6 +292,9 @@ total_cache 8192\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\nt
         std::fs::write(c.base().join("tierd/db/memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
             .unwrap();
         assert_eq!(c.stats("tierd/db").unwrap().oom_kills, 2);
+        assert_eq!(s.limit_hits, 0, "no memory.failcnt: none counted");
+        std::fs::write(c.base().join("tierd/db/memory.failcnt"), "17\n").unwrap();
+        assert_eq!(c.stats("tierd/db").unwrap().limit_hits, 17, "charges that failed at the limit");
     }
 
     #[test]

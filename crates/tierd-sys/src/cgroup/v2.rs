@@ -160,6 +160,8 @@ impl MemoryController for V2 {
             })
             .collect();
         let get = |k: &str| s.get(k).copied().unwrap_or(0);
+        let events = read_text(&dir.join("memory.events")).unwrap_or_default();
+        let event = |k: &str| events.lines().find_map(|l| l.strip_prefix(k)?.trim().parse().ok()).unwrap_or(0);
         Ok(MemoryStats {
             usage: self.current(&dir)?,
             anon: get("anon"),
@@ -169,11 +171,9 @@ impl MemoryController for V2 {
             swap_cached: get("swapcached"),
             limit: read_u64(&dir.join("memory.high"))?,
             // Hierarchical, like v1's: victims in this cgroup and below.
-            oom_kills: read_text(&dir.join("memory.events"))
-                .ok()
-                .and_then(|t| t.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse().ok())))
-                .unwrap_or(0),
+            oom_kills: event("oom_kill "),
             reclaimed_pages: get("pgsteal"),
+            limit_hits: event("max "),
         })
     }
 
@@ -330,6 +330,7 @@ mod tests {
             (3000000, 2 << 20, 2 << 20, 16384, 4096, 8192)
         );
         assert_eq!(s.oom_kills, 3, "oom_kill, not oom or oom_group_kill");
+        assert_eq!(s.limit_hits, 1, "memory.events max: charges that met memory.max");
         assert_eq!(s.reclaimed_pages, 12, "pgsteal: anonymous and page cache alike");
     }
 

@@ -24,9 +24,10 @@ pub enum Write {
 
 /// A memory controller (v1, or v2 if `v2`) whose every cgroup is charged `usage` (of it
 /// `swap_cached`), has `swap` on the tier, had `reclaimed_pages` taken by reclaim and
-/// holds `settings`, accepts every write, in which the tasks of the cgroups in `waiting`
-/// wait at their limit and the cgroups in `procs` hold processes. Its cgroups are
-/// directories below `base`, where settings put back are written.
+/// `limit_hits` charges meet its hard limit, holds `settings`, accepts every write, in
+/// which the tasks of the cgroups in `waiting` wait at their limit and the cgroups in
+/// `procs` hold processes. Its cgroups are directories below `base`, where settings
+/// put back are written.
 #[derive(Debug, Default)]
 pub struct FakeCgroups {
     pub writes: Mutex<Vec<Write>>,
@@ -34,6 +35,7 @@ pub struct FakeCgroups {
     pub usage: u64,
     pub swap: AtomicU64,
     pub reclaimed_pages: AtomicU64,
+    pub limit_hits: AtomicU64,
     pub swap_cached: u64,
     pub waiting: Vec<String>,
     pub procs: Vec<(String, Vec<u32>)>,
@@ -85,6 +87,7 @@ impl MemoryController for FakeCgroups {
             anon: self.usage,
             swap: self.swap.load(Ordering::Relaxed),
             reclaimed_pages: self.reclaimed_pages.load(Ordering::Relaxed),
+            limit_hits: self.limit_hits.load(Ordering::Relaxed),
             swap_cached: self.swap_cached,
             ..MemoryStats::default()
         })

@@ -21,7 +21,9 @@ impl Engine {
         for n in names {
             let rel = self.tenant_rel(&n);
             let t = self.tenants.get_mut(&n).expect("listed above");
-            waits.push((n, waits_in_vain(self.cg.as_ref(), &rel, &mut t.waits.reclaim)));
+            let in_vain = waits_in_vain(self.cg.as_ref(), &rel, &mut t.waits.reclaim);
+            let pinned = t.waits.gave_up && self.cg.stats(&rel).is_ok_and(|s| t.waits.meets_pinned_limit(s.limit_hits));
+            waits.push((n, in_vain || pinned));
         }
         let group = self.group_rel();
         let group_waits = waits_in_vain(self.cg.as_ref(), &group, &mut self.group_reclaim);
@@ -267,6 +269,26 @@ mod waiters {
         assert_eq!(*cg.writes.lock().unwrap(), [Write::Wake(DB.into(), cgroup::Wake::Room(16 * MIB))]);
         let said = fixture::said(&e);
         assert!(said.iter().any(|m| m.starts_with("db: throttled at its quota 64 MiB")), "{said:?}");
+    }
+
+    #[test]
+    fn a_tenant_given_up_stays_so_while_its_charges_meet_the_pinned_limit() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let dir = tempfile::tempdir().unwrap();
+        let cg = Arc::new(FakeCgroups { v2: true, usage: 64 * MIB, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        // Given up: pinned at memory.max, where its tasks reclaim in the charge and are
+        // not asleep in the memory.high throttle.
+        fixture::add_tenant(&mut e, "db", Some(64 * MIB), 64 * MIB).waits.gave_up = true;
+        cg.limit_hits.store(40, Relaxed);
+        e.release_waiters();
+        cg.limit_hits.store(52, Relaxed);
+        e.release_waiters();
+        let recovered = |e: &Engine| fixture::said(e).iter().any(|m| m.starts_with("db: no longer waits"));
+        assert!(!recovered(&e), "its charges meet the pin: the OOM killer stays free to act");
+        assert_eq!(cg.writes.lock().unwrap()[0], Write::Wake(DB.into(), cgroup::Wake::Page), "a page, not room");
+        e.release_waiters();
+        assert!(recovered(&e), "no charge met it since the last look: it no longer waits");
     }
 
     #[test]
