@@ -103,7 +103,7 @@ impl Wear {
 mod tests {
     use super::*;
 
-    const GIB: u64 = 1 << 30;
+    use crate::size::GIB;
 
     /// A log fed `per_min` bytes every minute for `mins` minutes.
     fn steady(per_min: u64, mins: u32) -> (WriteLog, f64) {

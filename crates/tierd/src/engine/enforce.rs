@@ -533,7 +533,7 @@ mod failing_tier {
     use super::super::fixture::{self, FakeCgroups, Write};
     use super::*;
 
-    const MIB: u64 = 1 << 20;
+    use tierd_core::size::MIB;
     const DB: &str = "tierd/tenants/db";
     const TIER_WRITE_FAILED: &str = "3,812,9912345,-;Write-error on swap-device (7:0:20480)\n";
 

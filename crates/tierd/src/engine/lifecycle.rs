@@ -334,7 +334,7 @@ mod stages {
     use super::super::fixture::{self, FakeCgroups, Write};
     use super::*;
 
-    const MIB: u64 = 1 << 20;
+    use tierd_core::size::MIB;
     const DB: &str = "tierd/tenants/db";
 
     fn name(n: &str) -> TenantName {

@@ -493,7 +493,7 @@ mod stages {
 
     use super::super::fixture::{self, FakeCgroups};
 
-    const MIB: u64 = 1 << 20;
+    use tierd_core::size::MIB;
 
     #[test]
     fn a_tenant_is_planned_from_what_its_cgroup_is_charged_and_holds_on_the_tier() {

@@ -184,7 +184,7 @@ mod stages {
 
     use super::super::fixture::{self, FakeCgroups};
 
-    const MIB: u64 = 1 << 20;
+    use tierd_core::size::MIB;
 
     #[test]
     fn a_running_tenant_shows_what_it_holds_and_an_exited_one_its_exit_and_nothing_held() {

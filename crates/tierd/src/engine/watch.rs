@@ -219,7 +219,7 @@ mod waiters {
     use super::super::fixture::{self, FakeCgroups, Write};
     use super::*;
 
-    const MIB: u64 = 1 << 20;
+    use tierd_core::size::MIB;
     const DB: &str = "tierd/tenants/db";
 
     /// An engine with tenant db holding 64 MiB under a 64 MiB quota and web holding
