@@ -138,8 +138,7 @@ impl Tracker {
         self.recheck_pending(&o, rng, &mut back_in);
         let faulted_in = self.settle(&o, &back_in);
         if self.observed {
-            let sampled_back = back_in.iter().sum::<f64>() * PAGE;
-            self.estimate(&fracs, faulted_in, o.own_faults * PAGE - sampled_back, o.now);
+            self.estimate(&fracs, faulted_in, o.own_faults, o.now);
         }
         self.estimates.age(o.now, self.window);
         self.sample_next(&mut o, rng)
@@ -210,12 +209,10 @@ impl Tracker {
     }
 
     /// This interval's estimate, and the sample size its precision asks for.
-    /// `fault_bytes`: the tenant's tier faults less its samples' own, which the
-    /// returned share already counts.
-    fn estimate(&mut self, fracs: &[f64], faulted_in: f64, fault_bytes: f64, now: f64) {
+    fn estimate(&mut self, fracs: &[f64], faulted_in: f64, own_faults: f64, now: f64) {
         let (mean, var) = mean_and_var(fracs);
         let r = self.sampled_from;
-        let faulted = faulted_in.max(fault_bytes);
+        let faulted = faulted_in.max(own_faults * PAGE);
         self.estimates.push(Estimate { at: now, bytes: mean * r + faulted, var: var * r * r, faulted, returned: mean });
         // Nothing sampled (a rest) is no evidence to size the next sample by.
         if !fracs.is_empty() {
