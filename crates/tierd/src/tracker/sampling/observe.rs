@@ -184,7 +184,8 @@ impl SamplingTracker {
         let (huge_mean, huge_var) = mean_and_var(&returns.huge_fracs);
         // Under pressure pages fault in and are evicted again within one interval,
         // so region counts miss some: every major fault was a touched page too. The
-        // samples' own count twice, a bias kept for now (sim/judged/sample-faults-counted-once.md).
+        // samples' own count twice, a bias kept for now: see
+        // bench/results/sim/judged/sample-faults-counted-once.md.
         let faulted = faulted_in.max(tier_faults * PAGE) as f64;
         let var = var * r * r + huge_var * hr * hr;
         self.estimates.push(Estimate {
