@@ -10,6 +10,8 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use tierd_core::size::MIB;
+
 use crate::machine::RunInfo;
 use crate::scenario::{App, Mode, Report, Run, TenantDef, TenantRun};
 use crate::suite::{Plan, Point, Results, Sample, Simulated, aggregate, choose, sample};
@@ -49,7 +51,9 @@ fn tenant_model(d: &TenantDef) -> anyhow::Result<tierd_sim::TenantModel> {
             let data = (keys * value_size as u64).max(1);
             tierd_sim::App::Redis { hot_pct: (d.hot * 100).div_ceil(data).clamp(1, 100) }
         }
-        App::Postgres { .. } => tierd_sim::App::Postgres,
+        App::Postgres { shared_buffers_mib, .. } => {
+            tierd_sim::App::Postgres { shared_buffers: shared_buffers_mib * MIB }
+        }
     };
     Ok(tierd_sim::TenantModel {
         name: d.name.clone(),

@@ -7,7 +7,10 @@
 //! keys lie every few kilobytes, so a hot region holds every stratum in proportion:
 //! the kernel's LRU sees pages of unequal heat, tierd's region view sees even regions.
 
-use crate::calib::{PG_OP_SECS, PG_PAGES_PER_OP, REDIS_OP_SECS, REDIS_PAGES_PER_OP, REGION_PAGES, WORKLOAD_OP_SECS};
+use crate::calib::{
+    PAGE, PG_ACCOUNT_BYTES, PG_CORE_BYTES, PG_CORE_PAGES_PER_OP, PG_HEAP_SHARE, PG_OP_SECS, PG_PAGES_PER_OP,
+    REDIS_OP_SECS, REDIS_PAGES_PER_OP, REGION_PAGES, WORKLOAD_OP_SECS,
+};
 
 /// How a workload tenant picks pages of its hot set.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,8 +28,11 @@ pub enum App {
     /// redis-server driven by its own client: a ninth of its memory is dictionary (hot
     /// whenever any key is), the rest values, `hot_pct` % of the keys hot, Zipf(0.99).
     Redis { hot_pct: u64 },
-    /// PostgreSQL under pgbench: Zipf(1.01) accounts over all of its memory.
-    Postgres,
+    /// PostgreSQL under pgbench: accounts drawn Zipf(1.01), numbered in insertion order,
+    /// so hot rows share heap pages and index leaves; `shared_buffers` bytes of its
+    /// memory are the buffer pool, which holds the hottest pages (their page-cache copies
+    /// go cold).
+    Postgres { shared_buffers: u64 },
 }
 
 /// A phase of the tenant's run.
@@ -96,6 +102,47 @@ fn zipf_strata(n: f64, theta: f64) -> (Vec<f64>, Vec<f64>) {
     (mass.iter().map(|m| m / total).collect(), pages)
 }
 
+/// Shares of Zipf(θ) over `ranks` laid `ranks / pages` to a page in rank order, in
+/// strata of pages, and each stratum's pages: the page holding ranks 1 to 30 takes
+/// what those thirty ranks take.
+fn zipf_clustered(ranks: f64, pages: f64, theta: f64) -> (Vec<f64>, Vec<f64>) {
+    let per_page = ranks / pages;
+    let mut lo = 0.0;
+    let (mut mass, mut stratum_pages) = (Vec::new(), Vec::new());
+    for f in ZIPF_STRATA {
+        let hi = (pages * f).max(lo + 1.0).min(pages);
+        mass.push(zipf_mass(1.0 + lo * per_page, 1.0 + hi * per_page, theta));
+        stratum_pages.push(hi - lo);
+        lo = hi;
+        if lo >= pages {
+            break;
+        }
+    }
+    let total: f64 = mass.iter().sum();
+    (mass.iter().map(|m| m / total).collect(), stratum_pages)
+}
+
+/// A pgbench tenant of `pages`, `buffers` of them its buffer pool: a transaction's
+/// always-hot pages (index root and inner pages, the WAL insert position, the commit
+/// log, the page taking the new row version), then the account's heap page and index
+/// leaf by their strata. The page-cache copies of what the pool holds are the cold rest.
+fn postgres_classes(pages: f64, buffers: f64) -> (Vec<f64>, Vec<f64>) {
+    let data = (pages - buffers).max(1.0);
+    let accounts = data * PAGE / PG_ACCOUNT_BYTES;
+    let heap = data * PG_HEAP_SHARE;
+    let (heap_share, heap_pages) = zipf_clustered(accounts, heap, 1.01);
+    let (leaf_share, leaf_pages) = zipf_clustered(accounts, data - heap, 1.01);
+    let core = PG_CORE_PAGES_PER_OP / PG_PAGES_PER_OP;
+    let drawn = (1.0 - core) / 2.0;
+    let mut share = vec![core];
+    let mut class_pages = vec![(PG_CORE_BYTES / PAGE).min(buffers)];
+    share.extend(heap_share.iter().map(|s| s * drawn));
+    class_pages.extend(heap_pages);
+    share.extend(leaf_share.iter().map(|s| s * drawn));
+    class_pages.extend(leaf_pages);
+    (share, class_pages)
+}
+
 impl Layout {
     pub fn of(t: &TenantModel) -> Layout {
         let pages = (t.size as f64 / 4096.0).ceil().max(1.0);
@@ -123,9 +170,9 @@ impl Layout {
                 class_pages.extend(strata);
                 Layout::spread(regions, pages, &share, &class_pages, REDIS_PAGES_PER_OP, REDIS_OP_SECS)
             }
-            App::Postgres => {
-                let (share, strata) = zipf_strata(pages, 1.01);
-                Layout::spread(regions, pages, &share, &strata, PG_PAGES_PER_OP, PG_OP_SECS)
+            App::Postgres { shared_buffers } => {
+                let (share, class_pages) = postgres_classes(pages, shared_buffers as f64 / PAGE);
+                Layout::spread(regions, pages, &share, &class_pages, PG_PAGES_PER_OP, PG_OP_SECS)
             }
         }
     }
@@ -255,5 +302,25 @@ mod tests {
         let want = pages / 9.0 + pages * 8.0 / 9.0 * 0.185;
         assert!((hot - want).abs() / want < 0.01, "{hot} vs {want}");
         assert!(l.cells.iter().all(|c| *c >= 0.0));
+    }
+
+    #[test]
+    fn a_pgbench_tenant_touches_its_hot_rows_pages_and_never_its_pools_page_cache_copies() {
+        // Scale 48: 720 MiB of tables and indexes and a 180 MiB buffer pool.
+        let t = TenantModel { app: App::Postgres { shared_buffers: 180 << 20 }, ..workload(900, 0, Pattern::Uniform) };
+        let l = Layout::of(&t);
+        let pages: f64 = l.class_pages.iter().sum();
+        assert!((pages - 900.0 * 256.0).abs() < 1.0, "{pages}");
+        let cold = l.class_pages[l.classes - 1];
+        assert!((cold - (180.0 - 2.0) * 256.0).abs() < 1.0, "the pool's copies, less its always-hot pages: {cold}");
+        assert_eq!(l.active_share[l.classes - 1], 0.0);
+        assert!((l.active_share[0] - 0.8).abs() < 1e-9, "eight of ten pages always hot");
+        // Heap strata follow the core; the first five are its hottest quarter.
+        let heap: f64 = l.active_share[1..7].iter().sum();
+        let head: f64 = l.active_share[1..6].iter().sum();
+        assert!((heap - 0.1).abs() < 1e-9);
+        // Rows clustered 30 to a page: a quarter of the pages holds the top 1.2 M of
+        // 4.8 M accounts, ~90% of the draws (Zipf(1.01)).
+        assert!(head / heap > 0.88 && head / heap < 0.93, "{}", head / heap);
     }
 }

@@ -26,9 +26,19 @@ pub const FILL_PAGES_PER_CPU_SEC: f64 = (1u64 << 30) as f64 / PAGE;
 pub const REDIS_OP_SECS: f64 = 2.0 / 156e3;
 pub const REDIS_PAGES_PER_OP: f64 = 2.0;
 /// PostgreSQL: 10 k pgbench transactions/s for four tenants under `dram` (suite,
-/// postgres/2x): 200 µs of CPU each, about ten buffer and index pages touched.
+/// postgres/2x): 200 µs of CPU each, about ten pages touched (assumed), of which one
+/// heap page and one index leaf drawn by the account (the update and the select find
+/// the same row) and the rest always hot (index root and inner pages, the WAL insert
+/// position, the commit log, the page taking the new row version: ~2 MiB, assumed).
 pub const PG_OP_SECS: f64 = 2.0 / 10e3;
 pub const PG_PAGES_PER_OP: f64 = 10.0;
+pub const PG_CORE_PAGES_PER_OP: f64 = 8.0;
+pub const PG_CORE_BYTES: f64 = 2.0 * (1u64 << 20) as f64;
+/// pgbench's accounts with PostgreSQL 15 here (`pg_relation_size` after `pgbench -i`):
+/// at scale 48, 4.8 M rows in 644.6 MB of heap and 107.8 MB of primary key index
+/// (scale 1: 13.4 and 2.26 MB), 157 bytes an account, 86% of it heap.
+pub const PG_ACCOUNT_BYTES: f64 = 157.0;
+pub const PG_HEAP_SHARE: f64 = 0.857;
 
 /// Fast tier: the read time of an idle device and its capacity in random 4 KiB reads,
 /// the device's queue an M/D/1 (see `device.rs`). Fitted on the swap-in path measured
