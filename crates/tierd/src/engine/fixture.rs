@@ -20,6 +20,7 @@ pub enum Write {
     OffSwap(String),
     Wake(String, Wake),
     Remove(String),
+    OomKiller(String, bool),
 }
 
 /// A memory controller (v1, or v2 if `v2`) whose every cgroup is charged `usage` (of it
@@ -41,6 +42,8 @@ pub struct FakeCgroups {
     pub procs: Vec<(String, Vec<u32>)>,
     pub settings: Settings,
     pub base: PathBuf,
+    /// Limit writes fail, as a v1 limit below usage does where reclaim frees nothing.
+    pub refuse_limits: bool,
 }
 
 impl FakeCgroups {
@@ -76,7 +79,13 @@ impl MemoryController for FakeCgroups {
         self.record(Write::Remove(rel.to_string()))
     }
     fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
+        if self.refuse_limits {
+            return Err(CgroupError::Escape(format!("{rel}: limit refused by the test")));
+        }
         self.record(Write::Limit(rel.to_string(), limit))
+    }
+    fn set_oom_killer(&self, rel: &str, on: bool) -> Result<(), CgroupError> {
+        self.record(Write::OomKiller(rel.to_string(), on))
     }
     fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
         self.record(Write::OffSwap(rel.to_string()))

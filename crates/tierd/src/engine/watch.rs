@@ -63,11 +63,15 @@ impl Engine {
                 // group, where the OOM killer is let act (at the group limit the kernel
                 // would pick among all tenants); that wakes the waiters too.
                 Step::GiveUp => {
-                    Some(match pin_limit(self.cg.as_ref(), &rel, t).and_then(|()| self.cg.set_oom_killer(&rel, true)) {
+                    // Pinning can fail (a charge raced the read, and a v1 limit below usage
+                    // reclaims in the write): it then waits at its own limit, which serves too.
+                    let pinned = pin_limit(self.cg.as_ref(), &rel, t);
+                    Some(match self.cg.set_oom_killer(&rel, true) {
                         Ok(()) => format!(
                             "waited at its quota {quota} for {grace:.0} s with reclaim making no progress and the tier \
                              full: it holds {held}, more than DRAM and the tier can take; the kernel's OOM killer may now \
-                             act on it"
+                             act on it{}",
+                            pinned.err().map(|e| format!(" (at its limit as it was: {e})")).unwrap_or_default()
                         ),
                         Err(e) => format!("waited {grace:.0} s at its quota and the OOM killer cannot be let act: {e}"),
                     })
@@ -289,6 +293,23 @@ mod waiters {
         assert_eq!(cg.writes.lock().unwrap()[0], Write::Wake(DB.into(), cgroup::Wake::Page), "a page, not room");
         e.release_waiters();
         assert!(recovered(&e), "no charge met it since the last look: it no longer waits");
+    }
+
+    #[test]
+    fn a_tenant_given_up_has_the_oom_killer_let_act_even_where_its_limit_cannot_be_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let waiting = vec![DB.to_string()];
+        let cg = Arc::new(FakeCgroups { usage: 64 * MIB, waiting, refuse_limits: true, ..FakeCgroups::default() });
+        let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
+        let db = fixture::add_tenant(&mut e, "db", Some(64 * MIB), 64 * MIB);
+        // It has waited through the grace (60 s by default) and the tier is full.
+        db.waits.since = Some(now_secs() - 3600.0);
+        e.tier_view.used_bytes = e.tier_view.size_bytes;
+        e.release_waiters();
+        assert!(e.tenants[&"db".parse::<TenantName>().unwrap()].waits.gave_up);
+        assert_eq!(*cg.writes.lock().unwrap(), [Write::OomKiller(DB.into(), true)], "the pin failed, the killer is on");
+        let said = fixture::said(&e);
+        assert!(said.iter().any(|m| m.contains("OOM killer may now act on it (at its limit as it was")), "{said:?}");
     }
 
     #[test]
