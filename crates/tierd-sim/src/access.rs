@@ -87,19 +87,7 @@ fn zipf_mass(a: f64, b: f64, theta: f64) -> f64 {
 
 /// Shares of Zipf(θ) over `n` ranks falling in each stratum, and each stratum's ranks.
 fn zipf_strata(n: f64, theta: f64) -> (Vec<f64>, Vec<f64>) {
-    let mut lo = 1.0;
-    let (mut mass, mut pages) = (Vec::new(), Vec::new());
-    for f in ZIPF_STRATA {
-        let hi = (1.0 + n * f).max(lo + 1.0).min(n + 1.0);
-        mass.push(zipf_mass(lo, hi, theta));
-        pages.push(hi - lo);
-        lo = hi;
-        if lo >= n + 1.0 {
-            break;
-        }
-    }
-    let total: f64 = mass.iter().sum();
-    (mass.iter().map(|m| m / total).collect(), pages)
+    zipf_clustered(n, n, theta)
 }
 
 /// Shares of Zipf(θ) over `ranks` laid `ranks / pages` to a page in rank order, in
