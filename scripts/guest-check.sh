@@ -56,12 +56,21 @@ start_tierd $svc /tmp/tierd.log
 if [ "$up" = yes ]; then
   say "tierd cgroup $(cat /proc/$tierd_pid/cgroup)"
   cg=$svc/tierd/tenants
-  ctl run --name keep --size 32M --no-tier -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:80s,idle:1s --json --report 10s
+  ctl run --name keep --size 32M --no-tier -- /bin/tierd-bench workload --size 32M --hot 4M --phase active:150s,idle:1s --json --report 10s
   # Its sweep after the first minute runs at memory.high: throttled, never failed.
   ctl run --name w --size 192M -- /bin/tierd-bench workload --size 192M --hot 32M --phase active:50s,sweep:20s,idle:1s \
     --json --report 10s
   plaintext_marker
-  sleep 40
+  # Its hot set is read once the fill is over and out of the 16 s window: 8 s after its
+  # first report of the active phase (10 s in; at 3x on a slow host disk the fill alone
+  # can take a minute). Two readings, as an emulated guest on a busy host can miss a pass.
+  for _ in $(seq 180); do
+    grep -q '"phase":"active"' /var/lib/tierd/tenants/w/stdout 2> /dev/null && break
+    sleep 1
+  done
+  sleep 8
+  say "early status $(ctl status --json | tr -d '\n')"
+  sleep 8
   say "status $(ctl status --json | tr -d '\n')"
   for f in memory.high memory.max memory.low w/memory.high w/memory.max w/memory.swap.current keep/memory.swap.max \
     keep/memory.swap.current keep/memory.low; do
@@ -73,7 +82,7 @@ if [ "$up" = yes ]; then
   start_tierd $svc/supervisor /tmp/tierd-restarted.log
   say "restarted $up $(cat /proc/$tierd_pid/cgroup)"
   say "readopted $(ctl status --json | tr -d '\n')"
-  sleep 15
+  sleep 26
   say "during sweep $(ctl status --json | tr -d '\n')"
   say "sweep events $(tr '\n' ' ' < $cg/w/memory.events)"
   ctl stop marker > /dev/null
@@ -92,6 +101,6 @@ if [ "$up" = yes ]; then
 else
   say "fail: tierd did not come up"
 fi
-{ head -n 8 /tmp/tierd.log; echo ...; tail -n 20 /tmp/tierd.log; echo "restarted:"; tail -n 20 /tmp/tierd-restarted.log; } |
+{ head -n 8 /tmp/tierd.log; echo ...; grep -e "\[w\]" -e warn /tmp/tierd.log | tail -n 60; echo ...; tail -n 20 /tmp/tierd.log; echo "restarted:"; tail -n 20 /tmp/tierd-restarted.log; } |
   sed 's/^/guest-log: /'
 say "done"
