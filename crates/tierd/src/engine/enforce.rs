@@ -347,8 +347,8 @@ impl Engine {
             t.layout.prefetched.insert((r.pid, r.start), now);
         }
         if let Some(tr) = t.tracker.as_mut() {
-            tr.prefetched(&reached);
-            tr.prefetched(&tp.relayout);
+            tr.read_back(&reached, ReadBack::Prefetch);
+            tr.read_back(&tp.relayout, ReadBack::Relayout);
         }
         report_relayout(t, &mut self.events, &mut self.tier_room_warned, &relaid, now);
         done.relayout_read = relaid.read_bytes;

@@ -54,7 +54,7 @@ use crate::mover;
 use crate::state::{SavedState, SavedTenant};
 use crate::tenant::{Life, Tenant, exit_code};
 use crate::tier::Tier;
-use crate::tracker::{DamonHub, SamplingConfig, SamplingTracker, Tracker};
+use crate::tracker::{DamonHub, ReadBack, SamplingConfig, SamplingTracker, Tracker};
 
 /// Quota changes smaller than this are not written (they would only churn the cgroup).
 const QUOTA_SLACK: u64 = 1 << 20;

@@ -19,7 +19,7 @@ use tierd_sys::pagemap::PageRegion;
 use tierd_sys::procfs::ProcFs;
 
 use super::runs::{present_within, region_counts};
-use super::{REGION, Tracker, TrackerCost};
+use super::{REGION, ReadBack, Tracker, TrackerCost};
 
 /// A page per region checked every 50 ms, counts kept per 200 ms: in the 6.12 guest a
 /// fifth of the kdamond CPU of DAMON's defaults (5 ms, 100 ms) for the same reading of a
@@ -87,7 +87,7 @@ impl DamonHub {
             interval_secs,
             estimates: Estimates::default(),
             blocks: BTreeMap::new(),
-            prefetched: HashSet::new(),
+            relaid: HashSet::new(),
             window_touched: None,
             cpu_seen: 0.0,
             cost: TrackerCost::default(),
@@ -176,9 +176,9 @@ pub struct DamonTracker {
     interval_secs: f64,
     estimates: Estimates,
     blocks: BTreeMap<(u32, u64), Block>,
-    /// Blocks tierd read back itself since the last observation: DAMON sees its reads
-    /// as accesses, which the tenant did not make.
-    prefetched: HashSet<(u32, u64)>,
+    /// Blocks tierd laid out since the last observation: rebuilding huge pages maps
+    /// them, which DAMON sees as accesses the tenant did not make.
+    relaid: HashSet<(u32, u64)>,
     /// Resident bytes touched within the window, at the last observation.
     window_touched: Option<u64>,
     cpu_seen: f64,
@@ -226,9 +226,9 @@ impl DamonTracker {
             })
             .collect();
         let spans = Spans { interval: self.interval_secs, window: self.window_secs };
-        let touched = judge(&mut blocks, scans, damon, &self.prefetched, spans, now);
+        let touched = judge(&mut blocks, scans, damon, &self.relaid, spans, now);
         self.blocks = blocks;
-        self.prefetched.clear();
+        self.relaid.clear();
         touched
     }
 }
@@ -242,12 +242,12 @@ struct Spans {
 
 /// DAMON's verdict on each block that has pages: when it was last touched (the least
 /// idle region over it), and the resident bytes touched within each span. Blocks tierd
-/// `prefetched` itself keep what they had.
+/// `relaid` itself keep what they had.
 fn judge(
     blocks: &mut BTreeMap<(u32, u64), Block>,
     scans: &[(u32, Vec<PageRegion>)],
     damon: &[(u32, Vec<DamonRegion>)],
-    prefetched: &HashSet<(u32, u64)>,
+    relaid: &HashSet<(u32, u64)>,
     spans: Spans,
     now: f64,
 ) -> Touched {
@@ -260,7 +260,7 @@ fn judge(
             let (idle, aggregations) = if r.nr_accesses > 0 { (0.0, 0) } else { (r.age as f64 * aggr_secs, r.age) };
             // Only blocks with pages: a region may span wide gaps between mappings.
             for (&key, _) in blocks.range((*pid, r.start & !(REGION - 1))..(*pid, r.end)) {
-                if prefetched.contains(&key) {
+                if relaid.contains(&key) {
                     continue;
                 }
                 let (from, to) = (r.start.max(key.1), r.end.min(key.1 + REGION));
@@ -330,8 +330,13 @@ impl Tracker for DamonTracker {
             .collect()
     }
 
-    fn prefetched(&mut self, ranges: &[Range]) {
-        self.prefetched.extend(super::blocks_of(ranges));
+    fn read_back(&mut self, ranges: &[Range], how: ReadBack) {
+        // DAMON checks accessed bits in page tables a prefetch leaves alone: what it sees
+        // in a prefetched block is the tenant's own touch. Ignoring such blocks left a
+        // tenant whose hot set tierd kept reading back looking idle.
+        if how == ReadBack::Relayout {
+            self.relaid.extend(super::blocks_of(ranges));
+        }
     }
 
     fn cost(&self) -> TrackerCost {
@@ -388,7 +393,7 @@ mod tests {
         assert_eq!(idle[..2], [0.0, 0.0], "a block is as warm as its warmest region");
         assert!((idle[2] - 6.0).abs() < 1e-6, "{idle:?}");
         assert_eq!(blocks[&(7, 2 * REGION)].idle_aggregations, aged(6.0), "the evidence it is cold");
-        // The first block was read back by tierd itself: DAMON's access is not the tenant's.
+        // The first block was laid out by tierd itself: DAMON's access is not the tenant's.
         let mut blocks = fresh();
         let t = judge(&mut blocks, &scans, &damon, &HashSet::from([(7, 0)]), spans, 100.0);
         assert_eq!(t.interval, REGION / 2);

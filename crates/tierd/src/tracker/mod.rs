@@ -44,6 +44,17 @@ pub struct TrackerCost {
     pub seconds: f64,
 }
 
+/// How tierd read a tenant's pages back from the tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadBack {
+    /// `MADV_WILLNEED`: into the swap cache, the page tables untouched until the tenant
+    /// touches a page itself.
+    Prefetch,
+    /// Read, rebuilt as huge pages where they want them (which maps them) and paged
+    /// out again in runs.
+    Relayout,
+}
+
 /// Measures one tenant's activeness.
 pub trait Tracker: Send + std::fmt::Debug {
     /// One interval: read what happened since the last call, prepare the next.
@@ -55,9 +66,9 @@ pub trait Tracker: Send + std::fmt::Debug {
     fn activeness(&self) -> Option<Activeness>;
     /// Region heat and placement as of the last observation.
     fn regions(&self, now: f64) -> Vec<Region>;
-    /// tierd read these ranges back itself: their pages becoming resident is no sign
-    /// that the tenant touched them.
-    fn prefetched(&mut self, ranges: &[Range]);
+    /// tierd read these ranges back itself (`how`): their pages becoming resident is
+    /// no sign that the tenant touched them.
+    fn read_back(&mut self, ranges: &[Range], how: ReadBack);
     fn cost(&self) -> TrackerCost;
     /// How long a read from the tier takes lately: a tracker whose probes cost tier
     /// reads sizes them to it.

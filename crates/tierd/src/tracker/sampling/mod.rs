@@ -36,7 +36,7 @@ use tierd_sys::madvise::Pidfd;
 use tierd_sys::procfs::ProcFs;
 
 use self::observe::Returns;
-use super::{Tracker, TrackerCost};
+use super::{ReadBack, Tracker, TrackerCost};
 
 pub use super::REGION;
 /// Intervals a huge page whose sample came back counts as hot without being sampled again.
@@ -348,7 +348,7 @@ impl Tracker for SamplingTracker {
         self.tier_read_secs = Some(secs);
     }
 
-    fn prefetched(&mut self, ranges: &[Range]) {
+    fn read_back(&mut self, ranges: &[Range], _how: ReadBack) {
         self.prefetched.extend(super::blocks_of(ranges));
     }
 }
