@@ -99,11 +99,12 @@ impl Curve {
             };
             hot = hot.max((estimate as u64).min(t.size()));
         }
-        // Never more than the regions it reused lately (and what it holds): the estimates
-        // above count a page that faults twice twice.
+        // Never more than the regions it reused lately (or what it touched now): the
+        // estimates above count a page that faults twice twice. Not what it holds: a
+        // tenant holding cold pages grew its estimate with them, and its quota with that.
         let reused: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
         if reused > 0 {
-            hot = hot.min(reused.max(t.dram));
+            hot = hot.min(reused.max(now));
         }
         let warm = a.touched_bytes().min(t.size()).saturating_sub(hot);
         // How steep its hot set is: samples that nearly all came back within an interval

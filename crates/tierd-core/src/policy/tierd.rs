@@ -369,10 +369,12 @@ fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Pre
     if !s.working || !(s.woke_within(window) || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
         return Prefetch::default();
     }
-    // A quota is filled to its margin at most ([`moves::prefetch_room`]).
+    // A quota is filled to its margin at most ([`moves::prefetch_room`]), and what it
+    // touches to what of that it lacks: DRAM it holds beyond its working set (pages
+    // left from a fill or a sweep) is the kernel's to reclaim, not a reason to wait.
     let want = s.curve.quota_for(s.curve.touched());
     let room = moves::prefetch_room(quota, t.dram)
-        .min(want.saturating_sub(t.dram))
+        .min(want.saturating_sub(moves::working_set_held(t, window)))
         .min((k.prefetch_rate as f64 * snap.interval_secs) as u64);
     // Scattered regions only where a read is quick (a green tier: hundreds of
     // thousands of reads a second to spare); on a slow device they queue ahead of
@@ -556,6 +558,36 @@ mod tests {
             wants_huge: false,
             huge_bytes: 0,
         }
+    }
+
+    /// A tenant back from a rest to a 128 MiB hot set that its fill (or a neighbour)
+    /// pushed to the tier, holding 1 GiB of cold pages: it faults hard, few of its
+    /// samples come back, and the fault-rate estimate alone says gigabytes.
+    fn woke_holding_cold_pages() -> TenantView {
+        let mut t = working("filled", 2 * GIB, 32 * MIB, GIB, 0.8);
+        t.activeness.as_mut().unwrap().returned_share = Some(0.02);
+        t.tier_faults_per_sec = 12_000.0;
+        (t.since_rest_secs, t.rest_began_secs) = (Some(2.0), Some(40.0));
+        let hot = (0..64).map(|i| region(i, 45.0, 0, 2 * MIB, false));
+        let cold =
+            (64..576).map(|i| Region { reused_secs: None, idle_secs: Some(50.0), ..region(i, 0.0, 2 * MIB, 0, false) });
+        t.regions = hot.chain(cold).collect();
+        t
+    }
+
+    #[test]
+    fn a_tenant_holding_cold_pages_is_sized_by_what_it_reuses_and_prefetches_its_hot_set_past_them() {
+        let t = woke_holding_cold_pages();
+        let c = Curve::of(&t, 60.0, 10.0, &K);
+        // Its hot set is the regions it reuses, not the gigabyte it holds (which grew
+        // its estimate, its quota with it, and starved a neighbour).
+        assert_eq!(c.hot, 128 * MIB, "hot {} MiB", c.hot / MIB);
+        // Under one shared limit its hot set comes back though it holds more than that:
+        // the cold pages are the kernel's to reclaim.
+        let p = plan(&snap_of(4 * GIB, vec![t]), &K);
+        let tp = &p.tenants[0];
+        assert_eq!(tp.quota, None, "{}", tp.reason);
+        assert_eq!(tp.prefetch.len(), 64, "its whole hot set: {}", tp.reason);
     }
 
     #[test]
