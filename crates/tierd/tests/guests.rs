@@ -5,6 +5,8 @@
 //! `scripts/guest-check.sh`; without it the test says so and passes, unless
 //! `TIERD_REQUIRE_GUEST=1` (as in CI).
 
+mod support;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use support::find_tenant;
 use tierd_core::size::MIB;
 
 /// The kernel and initramfs of the guest for kernel `series`, if built.
@@ -140,10 +143,10 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tra
     // with encryption off, finds it: the control).
     assert_eq!(status["tier"]["cipher"], "aes-xts-plain64", "{:#}\n{log}", status["tier"]);
     assert_eq!(status["tier"]["swap_path"], "/dev/mapper/tierd-tier-vda", "{log}");
-    let marker = status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "marker");
+    let marker = find_tenant(&status, "marker");
     assert!(marker.is_some_and(|m| m["tier_bytes"].as_u64() >= Some(2 * MIB)), "the marker was paged out\n{log}");
     assert_eq!(said(&console, "plaintext on the disk:"), Some("0 lines of the marker"), "{log}");
-    let w = status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "w").unwrap_or_else(|| panic!("{log}"));
+    let w = tenant_in(&status, "w", &log);
     let (dram, tier) = (w["dram_bytes"].as_u64().unwrap(), w["tier_bytes"].as_u64().unwrap());
     assert!(tier >= 64 * MIB, "at 3x, its cold memory went to the tier: {} MiB\n{log}", tier / MIB);
     assert!(dram <= 72 * MIB, "it holds no more than the 64 MiB of DRAM left to it: {} MiB\n{log}", dram / MIB);
@@ -151,19 +154,17 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tra
     // larger of the two figures, the larger of two readings 8 s apart), in a wide band,
     // as the guest is emulated and a busy host can starve a pass; a blind tracker read 0 B.
     let early: Value = said(&console, "early status").and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
-    let early_w = early["tenants"].as_array().and_then(|ts| ts.iter().find(|t| t["name"] == "w")).cloned();
-    let active =
-        |t: &Value| t["active_bytes"].as_u64().unwrap_or(0).max(t["touched_in_window_bytes"].as_u64().unwrap_or(0));
-    let hot = active(w).max(early_w.as_ref().map_or(0, active));
-    let mib = |t: &Value, k: &str| t[k].as_u64().unwrap_or(0) / MIB;
-    if let Some(e) = &early_w {
+    let early_w = find_tenant(&early, "w");
+    let active = |t: &Value| mib(t, "active_bytes").max(mib(t, "touched_in_window_bytes"));
+    let hot = active(&w).max(early_w.map_or(0, active));
+    if let Some(e) = early_w {
         eprintln!(
             "{series} w's hot set read (active / touched in window, MiB): {} / {}",
             mib(e, "active_bytes"),
             mib(e, "touched_in_window_bytes")
         );
     }
-    assert!((12 * MIB..=96 * MIB).contains(&hot), "active memory {} MiB for a 32 MiB hot set\n{log}", hot / MIB);
+    assert!((12..=96).contains(&hot), "active memory {hot} MiB for a 32 MiB hot set\n{log}");
     // Started in a service cgroup as systemd's Delegate=yes leaves it, tierd moved
     // itself into the leaf `supervisor` so the service cgroup could delegate memory.
     assert_eq!(said(&console, "tierd cgroup").map(str::trim), Some("0::/tierd.service/supervisor"), "{log}");
@@ -187,8 +188,7 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tra
         assert!(some.is_some_and(|p| (0.0..=1.0).contains(&p)), "PSI per tenant on v2: {t:#}\n{log}");
     }
     // Kept off the tier on v2: memory.swap.max 0, not a page on the disk.
-    let keep =
-        status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "keep").unwrap_or_else(|| panic!("{log}"));
+    let keep = tenant_in(&status, "keep", &log);
     assert_eq!((keep["no_tier"].as_bool(), keep["tier_bytes"].as_u64()), (Some(true), Some(0)), "{keep:#}\n{log}");
     assert_eq!(said(&console, "file tenants/keep/memory.swap.max").map(str::trim), Some("0"));
     assert_eq!(said(&console, "file tenants/keep/memory.swap.current").map(str::trim), Some("0"));
@@ -198,20 +198,18 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tra
     let readopted: Value =
         serde_json::from_str(said(&console, "readopted").unwrap_or_else(|| panic!("{log}"))).unwrap();
     for name in ["w", "keep"] {
-        let t = readopted["tenants"].as_array().unwrap().iter().find(|t| t["name"] == name);
-        let t = t.unwrap_or_else(|| panic!("{name} re-adopted: {readopted:#}\n{log}"));
+        let t = find_tenant(&readopted, name).unwrap_or_else(|| panic!("{name} re-adopted: {readopted:#}\n{log}"));
         assert_eq!(t["state"], "running", "{t:#}");
         assert_eq!(t["no_tier"], name == "keep", "{t:#}");
     }
-    for t in [w, keep] {
-        let mib = |k: &str| t[k].as_u64().unwrap_or(0) / MIB;
+    for t in [&w, &keep] {
         eprintln!(
             "{series} {}: DRAM {} MiB, tier {} MiB, active {} MiB, touched in window {} MiB, memory stall {:.3}",
             t["name"],
-            mib("dram_bytes"),
-            mib("tier_bytes"),
-            mib("active_bytes"),
-            mib("touched_in_window_bytes"),
+            mib(t, "dram_bytes"),
+            mib(t, "tier_bytes"),
+            mib(t, "active_bytes"),
+            mib(t, "touched_in_window_bytes"),
             t["memory_pressure_some"].as_f64().unwrap_or(f64::NAN)
         );
     }
@@ -296,10 +294,14 @@ fn fault_boot(check: &str, disk_mib: u64, timeout: Duration) -> Option<(String, 
     Some((console, log))
 }
 
-/// Tenant `name` in a status.
+/// Tenant `name` in a status; the test fails, with the guest's log, if it is missing.
 fn tenant_in(status: &Value, name: &str, log: &str) -> Value {
-    let t = status["tenants"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
-    t.unwrap_or_else(|| panic!("no tenant {name}\n{log}"))
+    find_tenant(status, name).cloned().unwrap_or_else(|| panic!("no tenant {name}\n{log}"))
+}
+
+/// A tenant's byte figure `key` in whole MiB (0 where the status lacks it).
+fn mib(t: &Value, key: &str) -> u64 {
+    t[key].as_u64().unwrap_or(0) / MIB
 }
 
 /// The JSON after `guest-fault: KEY ` on the console.

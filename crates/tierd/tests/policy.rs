@@ -101,7 +101,7 @@ fn memory_touched_now_and_then_counts_in_full_within_the_window() {
     let mut readings = Vec::new();
     for _ in 0..8 {
         let s = d.status();
-        let t = s["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "slow").unwrap().clone();
+        let t = find_tenant(&s, "slow").unwrap().clone();
         readings.push((
             unix_now(),
             mib(&t["active_bytes"]),
@@ -335,7 +335,7 @@ fn a_noisy_tenant_leaves_the_others_hot_sets_resident() {
     let noisy_end = faults(&mut d);
     let st = d.status();
     for (i, name) in ["s1", "s2", "s3"].iter().enumerate() {
-        let t = st["tenants"].as_array().unwrap().iter().find(|t| t["name"] == *name).unwrap();
+        let t = find_tenant(&st, name).unwrap();
         // 64 MiB is 16384 pages: a hot set pushed out would fault all of them again.
         let quiet = quiet_end[i] - quiet_start[i];
         let noisy = noisy_end[i] - quiet_end[i];
@@ -349,7 +349,7 @@ fn a_noisy_tenant_leaves_the_others_hot_sets_resident() {
         // of its own, it keeps DRAM for its hot set.
         assert!(t["quota_bytes"].is_null() || mib(&t["quota_bytes"]) >= 64.0, "{name}: {t:#}");
     }
-    let noisy = st["tenants"].as_array().unwrap().iter().find(|t| t["name"] == "noisy").unwrap().clone();
+    let noisy = find_tenant(&st, "noisy").unwrap().clone();
     assert!(mib(&noisy["tier_bytes"]) > 100.0, "the noisy tenant pays with its own memory: {noisy:#}");
 }
 

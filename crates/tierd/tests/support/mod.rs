@@ -200,13 +200,7 @@ impl Daemon {
 
     pub fn tenant(&mut self, name: &str) -> Value {
         let st = self.status();
-        st["tenants"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no tenant {name} in {st:#}"))
+        find_tenant(&st, name).cloned().unwrap_or_else(|| panic!("no tenant {name} in {st:#}"))
     }
 
     /// Starts a workload tenant; returns its PID.
@@ -334,6 +328,11 @@ fn sweep_killed_runs() {
 }
 
 /// Sends a signal by PID (through the `kill` command, so tests need no unsafe).
+/// Tenant `name` in a `tierctl status --json`, if it is there.
+pub fn find_tenant<'a>(status: &'a Value, name: &str) -> Option<&'a Value> {
+    status["tenants"].as_array()?.iter().find(|t| t["name"] == name)
+}
+
 pub fn send_signal(pid: u32, sig: i32) {
     let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).stderr(Stdio::null()).status();
 }
