@@ -327,12 +327,12 @@ fn sweep_killed_runs() {
     });
 }
 
-/// Sends a signal by PID (through the `kill` command, so tests need no unsafe).
 /// Tenant `name` in a `tierctl status --json`, if it is there.
 pub fn find_tenant<'a>(status: &'a Value, name: &str) -> Option<&'a Value> {
     status["tenants"].as_array()?.iter().find(|t| t["name"] == name)
 }
 
+/// Sends a signal by PID (through the `kill` command, so tests need no unsafe).
 pub fn send_signal(pid: u32, sig: i32) {
     let _ = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).stderr(Stdio::null()).status();
 }
