@@ -25,6 +25,9 @@ const DEFAULT_READ_SECS: f64 = 80e-6;
 const FAULTING: f64 = 50.0;
 /// A share of samples back within an interval that says every hot page was touched.
 const STEEP: f64 = 0.95;
+/// The least share of its time a stalled tenant is taken to run (bounds the full-speed
+/// rate read from a tenant that barely runs).
+const MIN_RUNNING: f64 = 0.02;
 
 /// Seconds a read from the tier costs the thread that faults: the device's read time
 /// at its load now, and the CPU of the fault.
@@ -112,9 +115,14 @@ impl Curve {
         // fewer say it is skewed, a head touched often and a tail now and then, and a
         // page at the edge of what it keeps is touched about as often as its samples
         // came back: λ = −ln(1 − r) / interval.
-        let steep = a.returned_share.is_none_or(|r| r >= STEEP);
-        let hot_rate = match a.returned_share {
-            Some(r) if !steep => (-(1.0 - r).ln() / interval).max(2.0 / window),
+        // Stalled on memory, it touches every page as much slower as it runs: the rate
+        // its samples say, over the share of its time it ran, is the full-speed rate (a
+        // uniform hot set thrashing at its quota otherwise reads as a gentle slope).
+        let running = (1.0 - t.stall_share).max(MIN_RUNNING);
+        let full_rate = a.returned_share.map(|r| -(1.0 - r).ln() / interval / running);
+        let steep = full_rate.is_none_or(|l| l * interval >= -(1.0 - STEEP).ln());
+        let hot_rate = match full_rate {
+            Some(l) if !steep => l.max(2.0 / window),
             _ => k.min_hot_rate,
         };
         Curve { hot, warm, hot_rate, warm_rate: 2.0 / window, cores, steep, headroom: k.headroom }
@@ -199,6 +207,23 @@ mod tests {
         let skewed = Curve::of(&v, 30.0, 5.0, &k);
         assert!((skewed.hot_rate - 4f64.ln() / 5.0).abs() < 1e-9);
         assert!(skewed.useful(skewed.quota_for(192 * MIB), t) > 0.5, "a quarter short of a skewed hot set is no cliff");
+    }
+
+    #[test]
+    fn a_hot_set_read_while_the_tenant_barely_runs_is_rated_at_full_speed() {
+        // Two fifths of its samples back in an interval: a gentle slope for a tenant
+        // that ran all the time; for one stalled 95% of it, a cliff.
+        let k = Knobs::default();
+        let mut v = working(256 * MIB, 256 * MIB);
+        v.activeness.as_mut().unwrap().returned_share = Some(0.4);
+        let running = Curve::of(&v, 30.0, 5.0, &k);
+        assert!(!running.steep && (running.hot_rate - (1.0f64 / 0.6).ln() / 5.0).abs() < 1e-9);
+        v.stall_share = 0.5;
+        let halved = Curve::of(&v, 30.0, 5.0, &k);
+        assert!((halved.hot_rate - 2.0 * running.hot_rate).abs() < 1e-9, "{}", halved.hot_rate);
+        v.stall_share = 0.95;
+        let stalled = Curve::of(&v, 30.0, 5.0, &k);
+        assert!(stalled.steep && stalled.hot_rate == k.min_hot_rate, "{stalled:?}");
     }
 
     #[test]
