@@ -67,14 +67,27 @@ pub enum Note {
     /// DRAM is short of the working tenants' hot sets and per-tenant quotas are in force:
     /// the work a second (in cores) they buy against one shared limit.
     Quotas { needs: u64, budget: u64, model_work: f64, shared_work: f64 },
-    /// DRAM is short, but quotas would not beat one shared limit by `margin` (a share).
-    SharedWhileShort { needs: u64, budget: u64, margin: f64 },
+    /// DRAM is short, but one shared limit stays: why, and the work a second (in cores)
+    /// quotas would buy against it.
+    SharedWhileShort { needs: u64, budget: u64, why: SharedWhy, model_work: f64, shared_work: f64 },
     /// Demotion waits: the tier reads slower than health's red line (µs).
     SlowTier { read_us: f64 },
     /// Demotion waits: the tier device is busy this share of the time.
     BusyTier { utilization: f64 },
     /// Back to one shared limit: a tenant's measured progress stayed below the model's
     /// prediction for two windows.
+    FellShort,
+}
+
+/// Why one shared limit stays while DRAM is short.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum SharedWhy {
+    /// Quotas would not beat the shared limit by this share.
+    Margin(f64),
+    /// No working tenant measurably thrashes under the shared limit: the estimates alone
+    /// are no evidence that quotas would do better.
+    NoneThrashing,
+    /// Quotas fell short of their predictions for two windows (see [`Note::FellShort`]).
     FellShort,
 }
 
@@ -105,14 +118,20 @@ impl std::fmt::Display for Note {
                 human(*needs),
                 human(*budget)
             ),
-            Note::SharedWhileShort { needs, budget, margin } => write!(
-                f,
-                "DRAM short (hot sets of {} on {}), but per-tenant quotas would not beat one shared limit by {:.0}%: \
-                 the kernel's LRU decides",
-                human(*needs),
-                human(*budget),
-                margin * 100.0
-            ),
+            Note::SharedWhileShort { needs, budget, why, model_work, shared_work } => {
+                write!(f, "DRAM short (hot sets of {} on {}), but ", human(*needs), human(*budget))?;
+                match why {
+                    SharedWhy::Margin(m) => write!(
+                        f,
+                        "per-tenant quotas would buy {model_work:.2} cores of work a second against {shared_work:.2} \
+                         under one shared limit, not {:.0}% more",
+                        m * 100.0
+                    )?,
+                    SharedWhy::NoneThrashing => write!(f, "no working tenant thrashes under one shared limit")?,
+                    SharedWhy::FellShort => write!(f, "quotas fell short of their predictions")?,
+                }
+                write!(f, ": the kernel's LRU decides")
+            }
             Note::SlowTier { read_us } => {
                 write!(f, "demotion throttled: tier read latency {read_us:.0} µs is above 400 µs")
             }

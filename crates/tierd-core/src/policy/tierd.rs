@@ -17,7 +17,7 @@
 //!    cuts and of the kernel's reclaim, relayout of resting working sets while the tier
 //!    is idle, huge-page rebuilds.
 
-use crate::plan::{Note, Plan, TenantPlan};
+use crate::plan::{Note, Plan, SharedWhy, TenantPlan};
 use crate::policy::allocate::{Claim, allocate};
 use crate::policy::curve::{Curve, fault_secs};
 use crate::policy::moves::Prefetch;
@@ -215,7 +215,14 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let mut notes = Vec::new();
     match mode {
         Mode::Quotas => notes.push(Note::Quotas { needs, budget, model_work, shared_work }),
-        Mode::Shared { short: true } => notes.push(Note::SharedWhileShort { needs, budget, margin: k.quota_margin }),
+        Mode::Shared { short: true } => {
+            let why = match (fell_short, thrashing) {
+                (true, _) => SharedWhy::FellShort,
+                (false, false) => SharedWhy::NoneThrashing,
+                (false, true) => SharedWhy::Margin(k.quota_margin),
+            };
+            notes.push(Note::SharedWhileShort { needs, budget, why, model_work, shared_work })
+        }
         Mode::Shared { short: false } => {}
     }
     let throttled = tier_throttled(snap);
@@ -663,6 +670,39 @@ mod tests {
         let p = plan(&snap_of(GIB, ts), &K);
         assert_eq!(quotas(&p), vec![None; 6]);
         assert!(p.notes.contains(&Note::FellShort), "{:?}", p.notes);
+        assert!(
+            p.notes.iter().any(|n| matches!(n, Note::SharedWhileShort { why: SharedWhy::FellShort, .. })),
+            "the note says why the shared limit stays: {:?}",
+            p.notes
+        );
+    }
+
+    #[test]
+    fn the_shared_limit_stays_while_nobody_thrashes_under_it_and_the_note_says_so() {
+        // Six 192 MiB hot sets on 1 GiB, none stalled: short by the estimates alone.
+        let ts: Vec<TenantView> =
+            (1..=6).map(|i| working(&format!("u{i}"), 512 * MIB, 192 * MIB, 160 * MIB, 0.0)).collect();
+        let p = plan(&snap_of(GIB, ts), &K);
+        assert_eq!(quotas(&p), vec![None; 6]);
+        let note = p.notes.iter().find(|n| matches!(n, Note::SharedWhileShort { .. })).expect("short");
+        assert!(matches!(note, Note::SharedWhileShort { why: SharedWhy::NoneThrashing, .. }), "{note:?}");
+        assert!(note.to_string().contains("no working tenant thrashes"), "{note}");
+    }
+
+    #[test]
+    fn quotas_that_would_not_beat_the_shared_limit_by_the_margin_leave_it_and_the_note_gives_both_figures() {
+        let note = Note::SharedWhileShort {
+            needs: 1200 * MIB,
+            budget: GIB,
+            why: SharedWhy::Margin(0.05),
+            model_work: 1.02,
+            shared_work: 1.0,
+        };
+        let text = note.to_string();
+        assert!(
+            text.contains("buy 1.02 cores") && text.contains("against 1.00") && text.contains("not 5% more"),
+            "{text}"
+        );
     }
 
     /// 640 MiB in DRAM of which the last 384 MiB were seen idle 200 s (two samples out).
