@@ -82,7 +82,8 @@ pub enum Note {
 /// Why one shared limit stays while DRAM is short.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum SharedWhy {
-    /// Quotas would not beat the shared limit by this share.
+    /// Quotas would not buy this multiple of the shared limit's work: above 1 to take
+    /// quotas up, below 1 to keep them (the mode in force stays within the margin).
     Margin(f64),
     /// No working tenant measurably thrashes under the shared limit: the estimates alone
     /// are no evidence that quotas would do better.
@@ -124,8 +125,7 @@ impl std::fmt::Display for Note {
                     SharedWhy::Margin(m) => write!(
                         f,
                         "per-tenant quotas would buy {model_work:.2} cores of work a second against {shared_work:.2} \
-                         under one shared limit, not {:.0}% more",
-                        m * 100.0
+                         under one shared limit, short of the {m:.2}× they must"
                     )?,
                     SharedWhy::NoneThrashing => write!(f, "no working tenant thrashes under one shared limit")?,
                     SharedWhy::FellShort => write!(f, "quotas fell short of their predictions")?,

@@ -219,7 +219,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
             let why = match (fell_short, thrashing) {
                 (true, _) => SharedWhy::FellShort,
                 (false, false) => SharedWhy::NoneThrashing,
-                (false, true) => SharedWhy::Margin(k.quota_margin),
+                (false, true) => SharedWhy::Margin(margin),
             };
             notes.push(Note::SharedWhileShort { needs, budget, why, model_work, shared_work })
         }
@@ -694,13 +694,13 @@ mod tests {
         let note = Note::SharedWhileShort {
             needs: 1200 * MIB,
             budget: GIB,
-            why: SharedWhy::Margin(0.05),
+            why: SharedWhy::Margin(1.05),
             model_work: 1.02,
             shared_work: 1.0,
         };
         let text = note.to_string();
         assert!(
-            text.contains("buy 1.02 cores") && text.contains("against 1.00") && text.contains("not 5% more"),
+            text.contains("buy 1.02 cores") && text.contains("against 1.00") && text.contains("the 1.05× they must"),
             "{text}"
         );
     }
