@@ -88,8 +88,6 @@ pub enum SharedWhy {
     /// No working tenant measurably thrashes under the shared limit: the estimates alone
     /// are no evidence that quotas would do better.
     NoneThrashing,
-    /// Quotas fell short of their predictions for two windows (see [`Note::FellShort`]).
-    FellShort,
 }
 
 impl Note {
@@ -128,7 +126,6 @@ impl std::fmt::Display for Note {
                          under one shared limit, short of the {m:.2}× they must"
                     )?,
                     SharedWhy::NoneThrashing => write!(f, "no working tenant thrashes under one shared limit")?,
-                    SharedWhy::FellShort => write!(f, "quotas fell short of their predictions")?,
                 }
                 write!(f, ": the kernel's LRU decides")
             }

@@ -215,12 +215,11 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let mut notes = Vec::new();
     match mode {
         Mode::Quotas => notes.push(Note::Quotas { needs, budget, model_work, shared_work }),
+        // Quotas that fell short are the reason the shared limit stands, short or not
+        // (guarded hosts keep quotas, so nothing fell back there).
+        Mode::Shared { .. } if fell_short => notes.push(Note::FellShort),
         Mode::Shared { short: true } => {
-            let why = match (fell_short, thrashing) {
-                (true, _) => SharedWhy::FellShort,
-                (false, false) => SharedWhy::NoneThrashing,
-                (false, true) => SharedWhy::Margin(margin),
-            };
+            let why = if thrashing { SharedWhy::Margin(margin) } else { SharedWhy::NoneThrashing };
             notes.push(Note::SharedWhileShort { needs, budget, why, model_work, shared_work })
         }
         Mode::Shared { short: false } => {}
@@ -236,9 +235,6 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let window = snap.window_secs.max(snap.interval_secs);
     let per_tenant = (k.demote_rate as f64 * snap.interval_secs) as u64;
     let room = room_demotions(&states, free, window, per_tenant);
-    if fell_short {
-        notes.push(Note::FellShort);
-    }
     let tenants = states
         .iter()
         .zip(&parts)
@@ -671,8 +667,8 @@ mod tests {
         assert_eq!(quotas(&p), vec![None; 6]);
         assert!(p.notes.contains(&Note::FellShort), "{:?}", p.notes);
         assert!(
-            p.notes.iter().any(|n| matches!(n, Note::SharedWhileShort { why: SharedWhy::FellShort, .. })),
-            "the note says why the shared limit stays: {:?}",
+            !p.notes.iter().any(|n| matches!(n, Note::SharedWhileShort { .. })),
+            "the reason the shared limit stays is said once: {:?}",
             p.notes
         );
     }
