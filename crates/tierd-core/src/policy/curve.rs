@@ -16,7 +16,7 @@
 //! nothing — which is why the allocation works on the curve's concave envelope.
 
 use crate::policy::Knobs;
-use crate::snapshot::{TenantView, TierView};
+use crate::snapshot::{Snapshot, TenantView, TierView};
 
 const PAGE: f64 = crate::size::PAGE as f64;
 /// A read from the tier when none was timed lately: the fast tier's p50 here.
@@ -54,13 +54,17 @@ pub struct Curve {
     /// Share of its pages' bytes a quota must hold beyond them: the swap cache in
     /// flight, the tracker's samples, page tables (all charged to its cgroup).
     pub headroom: f64,
+    /// Measured while working: holding these bytes it did this share of its work
+    /// (1 − its stall share). See [`Curve::through`].
+    pub seen: Option<(u64, f64)>,
 }
 
 impl Curve {
-    /// The curve of a working tenant. Not measured yet: all of it taken as hot, and not
-    /// steep (it is filling; the kernel's LRU sees to it until sampling does). Just
-    /// woken: at least the working set it had before its rest.
-    pub fn of(t: &TenantView, window: f64, interval: f64, k: &Knobs) -> Curve {
+    /// The curve of a working tenant, a read from the tier costing `fault_secs`. Not
+    /// measured yet: all of it taken as hot, and not steep (it is filling; the kernel's
+    /// LRU sees to it until sampling does). Just woken: at least the working set it had
+    /// before its rest.
+    pub fn of(t: &TenantView, window: f64, interval: f64, fault_secs: f64, k: &Knobs) -> Curve {
         let cores = t.demand_cores.max(k.min_busy_cores);
         let Some(a) = t.activeness else {
             let size = t.size();
@@ -72,6 +76,7 @@ impl Curve {
                 cores,
                 steep: false,
                 headroom: k.headroom,
+                seen: None,
             };
         };
         // What it touched in the last two intervals: the window's average lags a phase
@@ -125,7 +130,32 @@ impl Curve {
             Some(l) if !steep => l.max(2.0 / window),
             _ => k.min_hot_rate,
         };
-        Curve { hot, warm, hot_rate, warm_rate: 2.0 / window, cores, steep, headroom: k.headroom }
+        let curve =
+            Curve { hot, warm, hot_rate, warm_rate: 2.0 / window, cores, steep, headroom: k.headroom, seen: None };
+        // What it did with what it holds is measured, not estimated: the curve goes through it.
+        match t.at_rest_secs.is_none() && t.dram > 0 {
+            true => curve.through(t.dram, 1.0 - t.stall_share, fault_secs),
+            false => curve,
+        }
+    }
+
+    /// The curve of `t` as the policy sees it in `snap`.
+    pub fn in_snapshot(t: &TenantView, snap: &Snapshot, k: &Knobs) -> Curve {
+        let window = snap.window_secs.max(snap.interval_secs);
+        Curve::of(t, window, snap.interval_secs, fault_secs(&snap.tier, k), k)
+    }
+
+    /// The curve through a measured point: holding `held` bytes it did `done` of its
+    /// work. Below that point its hot rate is at least what explains the stall (read
+    /// from samples, a thrashing hot set looks gentler than it is); at or past it no
+    /// quota is worth less than what it did (the estimates carry a confidence margin).
+    fn through(self, held: u64, done: f64, fault_secs: f64) -> Curve {
+        let q = self.kept(held);
+        let short_hot = self.hot.saturating_sub(q) as f64 / PAGE;
+        let short_warm = self.touched().saturating_sub(q.max(self.hot)) as f64 / PAGE;
+        let faults = (1.0 / done.max(MIN_RUNNING) - 1.0) * self.cores / fault_secs;
+        let rate = if short_hot >= 1.0 { (faults - short_warm * self.warm_rate) / short_hot } else { 0.0 };
+        Curve { hot_rate: self.hot_rate.max(rate), seen: Some((held, done)), ..self }
     }
 
     /// The quota that keeps `bytes` of its pages in DRAM.
@@ -153,7 +183,11 @@ impl Curve {
 
     /// The share of its work it gets done with `q` bytes, each read costing `fault_secs`.
     pub fn useful(&self, q: u64, fault_secs: f64) -> f64 {
-        1.0 / (1.0 + self.faults_per_sec(q) / self.cores * fault_secs)
+        let model = 1.0 / (1.0 + self.faults_per_sec(q) / self.cores * fault_secs);
+        match self.seen {
+            Some((held, done)) if q >= held => model.max(done),
+            _ => model,
+        }
     }
 }
 
@@ -173,7 +207,7 @@ mod tests {
 
     #[test]
     fn a_uniform_hot_set_an_eighth_short_runs_at_a_few_percent_and_whole_at_full_speed() {
-        let c = Curve::of(&working(256 * MIB, 256 * MIB), 30.0, 5.0, &Knobs::default());
+        let c = Curve::of(&working(256 * MIB, 256 * MIB), 30.0, 5.0, 100e-6, &Knobs::default());
         assert_eq!((c.hot, c.warm), (256 * MIB, 0));
         let t = 100e-6;
         assert_eq!(c.useful(c.quota_for(256 * MIB), t), 1.0);
@@ -189,7 +223,7 @@ mod tests {
     #[test]
     fn a_warm_tail_costs_little_a_page_and_faults_at_its_quota_raise_the_hot_rate() {
         let k = Knobs::default();
-        let c = Curve::of(&working(100 * MIB, 300 * MIB), 30.0, 5.0, &k);
+        let c = Curve::of(&working(100 * MIB, 300 * MIB), 30.0, 5.0, 100e-6, &k);
         assert_eq!(c.warm, 200 * MIB);
         let t = 100e-6;
         // A page of the tail is touched about twice a window, a hot one at least ten
@@ -202,9 +236,9 @@ mod tests {
         // its edge touched ~0.28 times a second.
         let mut v = working(256 * MIB, 256 * MIB);
         v.activeness.as_mut().unwrap().returned_share = Some(0.99);
-        assert_eq!(Curve::of(&v, 30.0, 5.0, &k).hot_rate, k.min_hot_rate);
+        assert_eq!(Curve::of(&v, 30.0, 5.0, 100e-6, &k).hot_rate, k.min_hot_rate);
         v.activeness.as_mut().unwrap().returned_share = Some(0.75);
-        let skewed = Curve::of(&v, 30.0, 5.0, &k);
+        let skewed = Curve::of(&v, 30.0, 5.0, 100e-6, &k);
         assert!((skewed.hot_rate - 4f64.ln() / 5.0).abs() < 1e-9);
         assert!(skewed.useful(skewed.quota_for(192 * MIB), t) > 0.5, "a quarter short of a skewed hot set is no cliff");
     }
@@ -216,14 +250,35 @@ mod tests {
         let k = Knobs::default();
         let mut v = working(256 * MIB, 256 * MIB);
         v.activeness.as_mut().unwrap().returned_share = Some(0.4);
-        let running = Curve::of(&v, 30.0, 5.0, &k);
+        let running = Curve::of(&v, 30.0, 5.0, 100e-6, &k);
         assert!(!running.steep && (running.hot_rate - (1.0f64 / 0.6).ln() / 5.0).abs() < 1e-9);
         v.stall_share = 0.5;
-        let halved = Curve::of(&v, 30.0, 5.0, &k);
+        let halved = Curve::of(&v, 30.0, 5.0, 100e-6, &k);
         assert!((halved.hot_rate - 2.0 * running.hot_rate).abs() < 1e-9, "{}", halved.hot_rate);
         v.stall_share = 0.95;
-        let stalled = Curve::of(&v, 30.0, 5.0, &k);
+        let stalled = Curve::of(&v, 30.0, 5.0, 100e-6, &k);
         assert!(stalled.steep && stalled.hot_rate == k.min_hot_rate, "{stalled:?}");
+    }
+
+    #[test]
+    fn the_curve_goes_through_what_the_tenant_did_with_what_it_holds() {
+        let (k, t) = (Knobs::default(), 100e-6);
+        // Thrashing at 16 MiB of a 192 MiB hot set whose samples read as a gentle slope:
+        // from them alone it would do two fifths of its work there. It did 7%.
+        let mut v = working(192 * MIB, 192 * MIB);
+        v.activeness.as_mut().unwrap().returned_share = Some(0.05);
+        (v.dram, v.stall_share) = (16 * MIB, 0.93);
+        let c = Curve::of(&v, 30.0, 5.0, t, &k);
+        assert!((c.useful(16 * MIB, t) - 0.07).abs() < 0.005, "{}", c.useful(16 * MIB, t));
+        assert_eq!(c.useful(c.quota_for(192 * MIB), t), 1.0);
+        assert!(c.useful(96 * MIB, t) < 0.2, "half of it is worth little: {}", c.useful(96 * MIB, t));
+        // Unstalled on 193 MiB with an estimate 4 MiB over that (its confidence margin):
+        // what it holds is worth all of its work; below, the estimate stands.
+        let mut v = working(196 * MIB, 196 * MIB);
+        (v.dram, v.stall_share) = (193 * MIB, 0.0);
+        let c = Curve::of(&v, 30.0, 5.0, t, &k);
+        assert_eq!(c.useful(193 * MIB, t), 1.0);
+        assert!(c.useful(180 * MIB, t) < 0.2, "{}", c.useful(180 * MIB, t));
     }
 
     #[test]

@@ -43,9 +43,8 @@ pub struct CurveReport {
 /// its hot set alone, and the quotas that keep its hot set and all it touches.
 pub fn curve(snap: &Snapshot, name: &str, k: &Knobs) -> Option<CurveReport> {
     let t = snap.tenants.iter().find(|t| t.spec.name.as_str() == name)?;
-    let window = snap.window_secs.max(snap.interval_secs);
-    let c = Curve::of(t, window, snap.interval_secs, k);
     let fault = fault_secs(&snap.tier, k);
+    let c = Curve::in_snapshot(t, snap, k);
     let size = t.size().max(c.touched());
     let mut qs: Vec<u64> = (0..=16).map(|i| size * i / 16).collect();
     qs.extend([c.hot, c.quota_for(c.hot), c.quota_for(c.touched())]);
@@ -119,7 +118,7 @@ pub fn what_if(snap: &Snapshot, k: &Knobs, budget: u64, add: &[(u32, TenantName)
     let share = |q: Option<u64>, c: &Curve, parts: u64| c.useful(q.unwrap_or(parts), fault);
     // Under one shared limit: working tenants' hot sets each get their share of what is
     // left after the resting ones' floors, by what they touch.
-    let working: Vec<Curve> = s.tenants.iter().map(|t| Curve::of(t, window, s.interval_secs, k)).collect();
+    let working: Vec<Curve> = s.tenants.iter().map(|t| Curve::of(t, window, s.interval_secs, fault, k)).collect();
     let touched: u64 =
         s.tenants.iter().zip(&working).filter(|(t, _)| t.at_rest_secs.is_none()).map(|(_, c)| c.touched()).sum();
     let mut tenants = Vec::new();
@@ -152,7 +151,8 @@ mod tests {
     fn working(name: &str, hot: u64) -> crate::snapshot::TenantView {
         let mut t = tenant(name, 512 * MIB);
         t.activeness = Some(uniform(hot));
-        t.dram = hot;
+        // Its hot set and what rides on its pages.
+        t.dram = hot + hot / 16;
         t.demand_cores = 0.5;
         t
     }

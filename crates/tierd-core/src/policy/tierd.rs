@@ -79,7 +79,7 @@ enum Mode {
 fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State<'a> {
     let window = snap.window_secs.max(snap.interval_secs);
     let working = t.at_rest_secs.is_none();
-    let curve = Curve::of(t, window, snap.interval_secs, k);
+    let curve = Curve::of(t, window, snap.interval_secs, fault, k);
     let size = t.size().max(MIN_QUOTA);
     // What lets a tenant go on at all (its report thread, its stack); beyond that a
     // tenant that loses the allocation gets nothing it could not use: a part of a hot
@@ -502,6 +502,34 @@ mod tests {
     }
 
     #[test]
+    fn quotas_for_the_thrashing_leave_a_tenant_running_on_what_it_holds_all_of_it() {
+        // A pass of login-storm/12 in the simulator: four hot sets held whole and running,
+        // three tenants thrashing, five at rest. `over`'s estimate is 4 MiB over what it
+        // holds (its confidence margin); priced as thrashing there, it was cut to 15 MiB.
+        let held = |name: &str, hot: u64, warm: u64, cores: f64| {
+            let mut t = working(name, 512 * MIB, hot * MIB, 193 * MIB, 0.0);
+            t.activeness.as_mut().unwrap().touched_in_window_bytes = Some((hot + warm) * MIB);
+            t.demand_cores = cores;
+            t
+        };
+        let mut ts = vec![held("over", 196, 62, 0.25), held("a", 192, 0, 0.32), held("b", 192, 102, 0.32)];
+        ts.push(held("c", 192, 0, 0.28));
+        for (name, dram) in [("out1", 147), ("out2", 41), ("out3", 49)] {
+            let mut t = working(name, 512 * MIB, 191 * MIB, dram * MIB, 0.87);
+            t.demand_cores = 0.27;
+            ts.push(t);
+        }
+        for i in 1..=5 {
+            let mut t = tenant(&format!("rest{i}"), 512 * MIB);
+            (t.at_rest_secs, t.dram, t.tier) = (Some(10.0), 2 * MIB, 510 * MIB);
+            ts.push(t);
+        }
+        let p = plan(&snap_of(GIB, ts), &K);
+        let q: Vec<u64> = quotas(&p).into_iter().map(|q| q.expect("per-tenant quotas")).collect();
+        assert!(q[..4].iter().all(|&x| x >= 193 * MIB), "{q:?}");
+    }
+
+    #[test]
     fn a_reserve_is_a_floor_and_what_is_left_goes_whole_to_the_tenant_with_more_shares() {
         let mut reserved = working("reserved", 512 * MIB, 400 * MIB, 450 * MIB, 0.0);
         reserved.spec.reserve = 450 * MIB;
@@ -538,7 +566,8 @@ mod tests {
         let fault = fault_secs(&snap.tier, &K);
         let value_at = |holds: u64, q: u64| {
             let mut t = snap.tenants[0].clone();
-            (t.quota, t.dram) = (Some(holds), holds);
+            // Holding the floor it barely runs, as measured; holding it whole, not stalled.
+            (t.quota, t.dram, t.stall_share) = (Some(holds), holds, if holds == WORKING_FLOOR { 1.0 } else { 0.0 });
             let s = state(&t, &snap, &K, fault);
             claim(&s, &K, fault).points.into_iter().find(|p| p.0 == q).expect("a point at the cut").1
         };
@@ -581,7 +610,7 @@ mod tests {
     #[test]
     fn a_tenant_holding_cold_pages_is_sized_by_what_it_reuses_and_prefetches_its_hot_set_past_them() {
         let t = woke_holding_cold_pages();
-        let c = Curve::of(&t, 60.0, 10.0, &K);
+        let c = Curve::of(&t, 60.0, 10.0, 100e-6, &K);
         // Its hot set is the regions it reuses, not the gigabyte it holds (which grew
         // its estimate, its quota with it, and starved a neighbour).
         assert_eq!(c.hot, 128 * MIB, "hot {} MiB", c.hot / MIB);

@@ -106,9 +106,8 @@ impl Engine {
     fn curve_of(&self, t: &Tenant) -> Option<tierd_core::policy::curve::Curve> {
         let snap = self.last_snapshot.as_ref()?;
         let v = snap.tenants.iter().find(|v| v.spec.name == t.spec.name)?;
-        let window = snap.window_secs.max(snap.interval_secs);
         (self.cfg.policy == PolicyKind::Tierd && t.is_running())
-            .then(|| tierd_core::policy::curve::Curve::of(v, window, snap.interval_secs, &self.cfg.knobs))
+            .then(|| tierd_core::policy::curve::Curve::in_snapshot(v, snap, &self.cfg.knobs))
     }
 
     /// One tenant's row; an exited tenant's rates and holdings read zero.
