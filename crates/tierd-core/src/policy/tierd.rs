@@ -229,8 +229,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
         notes.push(r.clone());
     }
     let quotas = quotas_in(mode, &states, &parts);
-    let limits = binding_limits(mode, &states, &quotas, budget);
-    let prefetches: Vec<Prefetch> = states.iter().zip(&limits).map(|(s, &l)| prefetch_of(s, l, snap, k)).collect();
+    let prefetches: Vec<Prefetch> = states.iter().zip(&quotas).map(|(s, &q)| prefetch_of(s, q, snap, k)).collect();
     let incoming = prefetches.iter().map(|p| p.tier_bytes).sum();
     let free = free_room(snap, k, mode, throttled.is_some(), incoming);
     let window = snap.window_secs.max(snap.interval_secs);
@@ -259,18 +258,6 @@ fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
         Mode::Shared { .. } => None,
     };
     states.iter().zip(parts).map(|(s, &part)| quota(s, part)).collect()
-}
-
-/// The limit that binds each tenant: its quota, or under one shared limit what the
-/// other working tenants' hot sets leave of the budget (the LRU keeps those, touched
-/// every interval; pages read in past that are written out again before they are used).
-fn binding_limits(mode: Mode, states: &[State], quotas: &[Option<u64>], budget: u64) -> Vec<Option<u64>> {
-    if mode == Mode::Quotas {
-        return quotas.to_vec();
-    }
-    let held = |s: &State| if s.working { s.curve.hot.min(s.view.dram) } else { 0 };
-    let all: u64 = states.iter().map(held).sum();
-    states.iter().map(|s| Some(budget.saturating_sub(all - held(s)))).collect()
 }
 
 /// Bytes tierd demotes ahead of the kernel's reclaim under one shared limit this pass
@@ -819,29 +806,6 @@ mod tests {
         sleepy.at_rest_secs = Some(30.0);
         slow.tenants[1] = sleepy;
         assert_eq!(demoted_for(&slow).0, 0);
-    }
-
-    #[test]
-    fn under_one_shared_limit_a_wake_up_reads_back_only_what_the_others_hot_sets_leave_it() {
-        // A sweeper wakes to 1200 MiB beside three tenants holding their 128 MiB hot sets:
-        // the LRU keeps those, so what it could keep is 640 MiB, and it holds 634.
-        let steady: Vec<TenantView> =
-            (1..=3).map(|i| working(&format!("s{i}"), 512 * MIB, 128 * MIB, 130 * MIB, 0.0)).collect();
-        let mut sweeper = working("sweeper", 1200 * MIB, 1200 * MIB, 634 * MIB, 0.4);
-        sweeper.since_rest_secs = Some(1.0);
-        sweeper.rest_began_secs = Some(30.0);
-        sweeper.regions = (0..600).map(|i| region(i, 1.0, 0, 2 * MIB, true)).collect();
-        let mut tenants = steady.clone();
-        tenants.push(sweeper);
-        let p = plan(&snap_of(GIB, tenants.clone()), &K);
-        assert!(quotas(&p).iter().all(Option::is_none), "{:?}", p.notes);
-        assert_eq!(p.tenants[3].prefetch.len(), 0, "nothing it could keep: {}", p.tenants[3].reason);
-        // With the others at rest, the same wake-up reads back what the budget has room for.
-        for t in tenants.iter_mut().take(3) {
-            (t.at_rest_secs, t.dram) = (Some(30.0), 8 * MIB);
-        }
-        let p = plan(&snap_of(GIB, tenants), &K);
-        assert!(p.tenants[3].prefetch.len() >= 8, "{}", p.tenants[3].prefetch.len());
     }
 
     #[test]
