@@ -387,9 +387,17 @@ fn a_resting_tenants_scattered_working_set_is_laid_out_in_runs_on_the_tier() {
     wait_for("its working set laid out", Duration::from_secs(35), || {
         d.ctl(&["explain", "r"]).contains("regions of its working set in runs")
     });
-    std::thread::sleep(Duration::from_secs(8));
-    let (swapped_after, runs_after) = swap_layout(pid, 320 * MIB);
-    let laid = swapped_after as f64 / runs_after.max(1) as f64;
+    // Layout goes a pass at a time while the tier is idle: wait for the runs themselves
+    // (up to 25 s, before the tenant's next active phase), not a fixed time.
+    let end = Instant::now() + Duration::from_secs(25);
+    let (swapped_after, laid) = loop {
+        let (s, runs) = swap_layout(pid, 320 * MIB);
+        let laid = s as f64 / runs.max(1) as f64;
+        if (s > 16384 && laid >= 64.0 && laid >= 8.0 * scattered) || Instant::now() >= end {
+            break (s, laid);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
     eprintln!("pages per run of slots: {scattered:.1} before, {laid:.1} after ({swapped_after} pages on the tier)");
     assert!(
         swapped_after > 16384 && laid >= 64.0 && laid >= 8.0 * scattered,
