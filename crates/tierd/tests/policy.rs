@@ -200,15 +200,27 @@ fn hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit() {
     let work = ["--size", "384M", "--hot", "320M", "--duration", "70s", "--json", "--report", "2s"];
     d.run_workload("a", &["--size", "384M"], &work);
     d.run_workload("b", &["--size", "384M"], &work);
-    // 640 MiB of hot sets on 512: under one limit both thrash; tierd gives one of them
-    // all of its hot set and the other what is left, instead of each a useless part.
-    wait_for("one tenant holding its whole hot set under a quota", Duration::from_secs(60), || {
-        ["a", "b"].iter().any(|n| d.tenant(n)["quota_bytes"].as_u64().is_some_and(|q| q >= 320 * MIB))
-    });
+    // 640 MiB of hot sets on 512: shared alike, both would thrash. One of them gets all of
+    // its hot set: by a quota, or under the shared limit when the LRU has already let one
+    // win (quotas must then beat what the tenants measurably do, see docs/design.md).
+    let holder = |d: &mut Daemon| {
+        ["a", "b"].into_iter().find(|n| {
+            let t = d.tenant(n);
+            t["quota_bytes"].as_u64().unwrap_or_else(|| u(&t["dram_bytes"])) >= 320 * MIB
+        })
+    };
+    let end = Instant::now() + Duration::from_secs(60);
+    let mut winner = holder(&mut d);
+    while winner.is_none() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(200));
+        winner = holder(&mut d);
+    }
+    let winner = winner.unwrap_or_else(|| panic!("no tenant held its whole hot set within 60 s: {}", d.log()));
     // On v1 a cut the kernel cannot reclaim at once is held partway for a pass or two
-    // while the winner's rise is written; the quotas then settle within the budget.
-    let mut read_quotas =
-        || -> Vec<u64> { d.status()["tenants"].as_array().unwrap().iter().map(|t| u(&t["quota_bytes"])).collect() };
+    // while the winner's rise is written; the quotas (if any) then settle within the budget.
+    let mut read_quotas = || -> Vec<u64> {
+        d.status()["tenants"].as_array().unwrap().iter().map(|t| t["quota_bytes"].as_u64().unwrap_or(0)).collect()
+    };
     let end = Instant::now() + Duration::from_secs(20);
     let mut quotas = read_quotas();
     while quotas.iter().sum::<u64>() > 512 * MIB + MIB && Instant::now() < end {
@@ -216,7 +228,10 @@ fn hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit() {
         quotas = read_quotas();
     }
     assert!(quotas.iter().sum::<u64>() <= 512 * MIB + MIB, "the quotas never settled within the budget: {quotas:?}");
-    let winner = if quotas[0] >= 320 * MIB { "a" } else { "b" };
+    eprintln!(
+        "{winner} holds its hot set; quotas {:?} MiB (0: the shared limit)",
+        quotas.iter().map(|q| q / MIB).collect::<Vec<_>>()
+    );
     // The winner runs: its throughput climbs to where a tenant with its hot set in DRAM is.
     wait_for("the winner running from DRAM", Duration::from_secs(30), || {
         let r: Vec<f64> = d
