@@ -113,12 +113,11 @@ pub fn what_if(snap: &Snapshot, k: &Knobs, budget: u64, add: &[(u32, TenantName)
         }
     }
     let plan = tierd::plan(&s, k);
-    let window = s.window_secs.max(s.interval_secs);
     let fault = fault_secs(&s.tier, k);
     let share = |q: Option<u64>, c: &Curve, parts: u64| c.useful(q.unwrap_or(parts), fault);
     // Under one shared limit: working tenants' hot sets each get their share of what is
     // left after the resting ones' floors, by what they touch.
-    let working: Vec<Curve> = s.tenants.iter().map(|t| Curve::of(t, window, s.interval_secs, fault, k)).collect();
+    let working: Vec<Curve> = s.tenants.iter().map(|t| Curve::in_snapshot(t, &s, k)).collect();
     let touched: u64 =
         s.tenants.iter().zip(&working).filter(|(t, _)| t.at_rest_secs.is_none()).map(|(_, c)| c.touched()).sum();
     let mut tenants = Vec::new();
