@@ -77,6 +77,17 @@ impl Estimates {
     }
 }
 
+/// Distinct bytes an interval brought in: `faulted_in` counted by residency (each page
+/// once) or, where more, `tier_fault_bytes` (a page each fault) folded onto the
+/// `tier_bytes` still out plus what came in, as uniform draws over them would land.
+/// A thrashing tenant faults the same pages many times a window; counting each fault
+/// doubled its hot set. With much cold memory out, this is the per-fault count again.
+pub fn distinct_faulted(faulted_in: f64, tier_fault_bytes: f64, tier_bytes: f64) -> f64 {
+    let pages = tier_bytes + faulted_in;
+    let distinct = if pages > 0.0 { pages * (1.0 - (-tier_fault_bytes / pages).exp()) } else { 0.0 };
+    faulted_in.max(distinct)
+}
+
 /// Mean and variance-of-the-mean of the fractions of sample clusters that came back.
 pub fn mean_and_var(fracs: &[f64]) -> (f64, f64) {
     let m = fracs.len() as f64;
@@ -115,6 +126,20 @@ mod tests {
         assert_eq!(a.touched_in_window_bytes, Some(7));
         assert_eq!(e.faulted_since(5.0), 2.0);
         assert!(Estimates::default().activeness(None).is_none());
+    }
+
+    #[test]
+    fn a_page_faulted_many_times_counts_once_and_a_wake_up_counts_in_full() {
+        let mib = (1u64 << 20) as f64;
+        // Waking: everything it read came in and stayed.
+        assert_eq!(distinct_faulted(100.0 * mib, 100.0 * mib, 0.0), 100.0 * mib);
+        // Thrashing: 164 MiB of faults over 120 MiB out, little net change.
+        let thrash = distinct_faulted(2.0 * mib, 164.0 * mib, 120.0 * mib);
+        assert!(thrash < 122.0 * mib && thrash > 80.0 * mib, "{}", thrash / mib);
+        // With 2 GiB out, 164 MiB of faults are nearly all distinct: the count as it was.
+        let cold = distinct_faulted(0.0, 164.0 * mib, 2048.0 * mib);
+        assert!(cold > 0.95 * 164.0 * mib && cold <= 164.0 * mib, "{}", cold / mib);
+        assert_eq!(distinct_faulted(0.0, 0.0, 0.0), 0.0);
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use tierd_core::estimates::{Estimate, Estimates, mean_and_var};
+use tierd_core::estimates::{Estimate, Estimates, distinct_faulted, mean_and_var};
 use tierd_core::snapshot::{Activeness, Range, Region};
 
 use crate::calib::{PAGE, REGION, SAMPLE_CPU_SECS, SCAN_CPU_SECS_PER_GIB};
@@ -138,7 +138,8 @@ impl Tracker {
         self.recheck_pending(&o, rng, &mut back_in);
         let faulted_in = self.settle(&o, &back_in);
         if self.observed {
-            self.estimate(&fracs, faulted_in, o.own_faults, o.now);
+            let tier_bytes = o.mem.swapped_pages() * PAGE;
+            self.estimate(&fracs, faulted_in, o.own_faults, tier_bytes, o.now);
         }
         self.estimates.age(o.now, self.window);
         self.sample_next(&mut o, rng)
@@ -209,10 +210,10 @@ impl Tracker {
     }
 
     /// This interval's estimate, and the sample size its precision asks for.
-    fn estimate(&mut self, fracs: &[f64], faulted_in: f64, own_faults: f64, now: f64) {
+    fn estimate(&mut self, fracs: &[f64], faulted_in: f64, own_faults: f64, tier_bytes: f64, now: f64) {
         let (mean, var) = mean_and_var(fracs);
         let r = self.sampled_from;
-        let faulted = faulted_in.max(own_faults * PAGE);
+        let faulted = distinct_faulted(faulted_in, own_faults * PAGE, tier_bytes);
         self.estimates.push(Estimate { at: now, bytes: mean * r + faulted, var: var * r * r, faulted, returned: mean });
         // Nothing sampled (a rest) is no evidence to size the next sample by.
         if !fracs.is_empty() {

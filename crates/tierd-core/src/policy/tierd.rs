@@ -98,16 +98,19 @@ fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State
     State { view: t, working, curve, floor, cap, weight, kept, keep_value }
 }
 
-/// The value curve of a tenant's claim: the work its DRAM buys it, less, below what it
-/// holds now, the reads it would take to get back what a cut sends out (spread over the
-/// horizon). So a quota moves only where the move pays, tenant by tenant.
+/// The value curve of a tenant's claim. Working: the work its DRAM buys it, less, below
+/// what it holds now, the reads it would take to get back what a cut sends out (spread
+/// over the horizon), so a quota moves only where the move pays. Resting: its keep value.
 fn claim(s: &State, k: &Knobs, fault: f64) -> Claim {
     let now = s.view.quota.unwrap_or(s.view.dram).min(s.view.dram.max(s.floor));
-    let used = if s.working { s.curve.touched() } else { s.kept };
     let c = &s.curve;
-    // A quota holds pages only past its headroom, as the curve counts it.
+    // A quota holds pages only past its headroom, as the curve counts it. A resting
+    // tenant's cut costs only the read-back at its wake, which its keep value prices.
     let move_cost = |q: u64| {
-        let lost = c.kept(now).min(used).saturating_sub(c.kept(q)) as f64 / PAGE;
+        if !s.working {
+            return 0.0;
+        }
+        let lost = c.kept(now).min(c.touched()).saturating_sub(c.kept(q)) as f64 / PAGE;
         lost * fault * s.view.spec.shares as f64 / 100.0 / k.horizon_secs
     };
     let mut qs: Vec<u64> = if s.working {
@@ -527,6 +530,32 @@ mod tests {
         let p = plan(&snap_of(GIB, ts), &K);
         let q: Vec<u64> = quotas(&p).into_iter().map(|q| q.expect("per-tenant quotas")).collect();
         assert!(q[..4].iter().all(|&x| x >= 193 * MIB), "{q:?}");
+    }
+
+    #[test]
+    fn a_woken_tenant_gets_its_hot_set_from_a_resting_one_on_a_slow_tier() {
+        // A pass of login-storm/12 on the machine, the tier at 500 µs a read: four hot
+        // sets held whole, two tenants just woke and thrash, one rests on 160 MiB of its
+        // working set (a little of it scattered on the tier). Its cut was priced at twice
+        // its read-back: both woken tenants thrashed.
+        let mut ts: Vec<TenantView> =
+            (1..=4).map(|i| working(&format!("u{i}"), 512 * MIB, 176 * MIB, 184 * MIB, 0.0)).collect();
+        for name in ["woke1", "woke2"] {
+            let mut t = working(name, 512 * MIB, 192 * MIB, 16 * MIB, 0.9);
+            t.since_rest_secs = Some(2.0);
+            ts.push(t);
+        }
+        let mut rest = tenant("rest", 512 * MIB);
+        (rest.at_rest_secs, rest.rest_began_secs, rest.mean_rest_secs) = (Some(5.0), Some(5.0), Some(20.0));
+        (rest.dram, rest.tier, rest.demand_cores) = (160 * MIB, 352 * MIB, 0.4);
+        rest.regions = (0..80).map(|i| region(i, 8.0, 2 * MIB - MIB / 16, MIB / 16, false)).collect();
+        ts.push(rest);
+        let mut snap = snap_of(GIB, ts);
+        snap.tier.read_latency_us = Some(500.0);
+        let p = plan(&snap, &K);
+        let q: Vec<u64> = quotas(&p).into_iter().map(|q| q.expect("per-tenant quotas")).collect();
+        assert!(q[4].max(q[5]) >= 192 * MIB, "a woken tenant's hot set, whole: {q:?}");
+        assert!(q[6] <= 96 * MIB, "the resting tenant gives up what that takes: {q:?}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use tierd_core::estimates::{Estimate, mean_and_var};
+use tierd_core::estimates::{Estimate, distinct_faulted, mean_and_var};
 use tierd_core::size::PAGE;
 use tierd_sys::madvise::{Advice, Pidfd};
 use tierd_sys::pagemap::{Mappings, PageRegion};
@@ -186,7 +186,8 @@ impl SamplingTracker {
         // so region counts miss some: every major fault was a touched page too. The
         // samples' own count twice, a bias kept for now: see
         // bench/results/sim/judged/sample-faults-counted-once.md.
-        let faulted = faulted_in.max(tier_faults * PAGE) as f64;
+        let tier_bytes = self.regions.values().map(|r| r.swapped).sum::<u64>();
+        let faulted = distinct_faulted(faulted_in as f64, (tier_faults * PAGE) as f64, tier_bytes as f64);
         let var = var * r * r + huge_var * hr * hr;
         self.estimates.push(Estimate {
             at: now,
