@@ -303,8 +303,9 @@ impl Tracker for SamplingTracker {
         self.check_fresh(&scans, now, &mut returns);
         self.recheck_pending(&scans, now, &mut returns);
         let faulted_in = self.settle_regions(&scans, &returns, now);
+        let tier_bytes = self.regions.values().map(|r| r.swapped).sum::<u64>();
         if self.observed {
-            self.estimate(&returns, faulted_in, tier_faults, now);
+            self.estimate(&returns, faulted_in, tier_faults, tier_bytes, now);
         }
         self.estimates.age(now, self.cfg.window_secs);
         let samples_bytes = self.sample_next(procs, &scans, now, at_rest);
@@ -312,7 +313,7 @@ impl Tracker for SamplingTracker {
         let spent = tierd_sys::process::thread_cpu_secs() - t0;
         self.cost.seconds += spent;
         // The samples were taken off their regions' resident bytes.
-        let tracked = self.regions.values().map(|r| r.present + r.swapped).sum::<u64>() + samples_bytes;
+        let tracked = self.regions.values().map(|r| r.present).sum::<u64>() + tier_bytes + samples_bytes;
         self.update_budget(spent, self.cost.sample_pages, tracked, now);
     }
 

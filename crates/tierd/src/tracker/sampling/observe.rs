@@ -175,7 +175,7 @@ impl SamplingTracker {
     /// when nothing was sampled (everything resident queued for a rebuild, or nothing
     /// resident): a stale last interval kept a tenant that had just gone idle looking
     /// busy until its queued regions aged.
-    pub(super) fn estimate(&mut self, returns: &Returns, faulted_in: u64, tier_faults: u64, now: f64) {
+    pub(super) fn estimate(&mut self, returns: &Returns, faulted_in: u64, tier_faults: u64, tier_bytes: u64, now: f64) {
         let (mean, var) = mean_and_var(&returns.fracs);
         let r = self.sampled_from as f64;
         let hr = self.huge_sampled_from as f64;
@@ -186,7 +186,6 @@ impl SamplingTracker {
         // so region counts miss some: every major fault was a touched page too. The
         // samples' own count twice, a bias kept for now: see
         // bench/results/sim/judged/sample-faults-counted-once.md.
-        let tier_bytes = self.regions.values().map(|r| r.swapped).sum::<u64>();
         let faulted = distinct_faulted(faulted_in as f64, (tier_faults * PAGE) as f64, tier_bytes as f64);
         let var = var * r * r + huge_var * hr * hr;
         self.estimates.push(Estimate {
