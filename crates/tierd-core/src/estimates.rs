@@ -24,6 +24,41 @@ pub struct Estimate {
     pub returned: f64,
 }
 
+/// Memory touched at any time within the window, as one batch of samples followed
+/// through it measured it, with the 95% confidence half-width of that batch.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct WindowTouched {
+    pub bytes: u64,
+    /// `None` where the tracker does not sample (DAMON).
+    pub ci_bytes: Option<u64>,
+}
+
+impl WindowTouched {
+    /// `returned` of `sampled` bytes came back, drawn in clusters of `cluster` bytes
+    /// from `from` resident bytes; `known` bytes (faulted in, counted whole) add to it
+    /// exactly. A cluster's pages neighbour each other and mostly agree, so the
+    /// interval counts clusters as the draws: a sample a tight budget shrank says so.
+    pub fn from_batch(sampled: f64, returned: f64, cluster: f64, from: f64, known: f64) -> WindowTouched {
+        let share = if sampled > 0.0 { (returned / sampled).clamp(0.0, 1.0) } else { 0.0 };
+        let draws = (sampled / cluster).max(1.0);
+        WindowTouched {
+            bytes: (share * from + known) as u64,
+            ci_bytes: Some((wilson_half_width(share, draws, 1.96) * from) as u64),
+        }
+    }
+}
+
+/// How far from a share `p` seen in `n` draws the farther bound of its Wilson score
+/// interval at `z` standard deviations lies. Unlike the normal interval's, it is not
+/// zero when every draw agreed; it is off-centre, and a reading ± one half-width is
+/// what a status shows, so the farther bound.
+pub fn wilson_half_width(p: f64, n: f64, z: f64) -> f64 {
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    (centre - p).abs() + half
+}
+
 /// The estimates within the window, and the recent peaks of their average.
 #[derive(Debug, Clone, Default)]
 pub struct Estimates {
@@ -56,7 +91,7 @@ impl Estimates {
 
     /// The window's average with its 95% confidence interval, the peak, the latest
     /// intervals, and `touched_in_window` as the tracker measured it.
-    pub fn activeness(&self, touched_in_window: Option<u64>) -> Option<Activeness> {
+    pub fn activeness(&self, touched_in_window: Option<WindowTouched>) -> Option<Activeness> {
         let k = self.history.len();
         if k == 0 {
             return None;
@@ -71,7 +106,8 @@ impl Estimates {
             last_interval_bytes: self.history.back().map_or(0, |e| e.bytes.max(0.0) as u64),
             recent_bytes: (k >= 2)
                 .then(|| self.history.iter().rev().take(2).map(|e| e.bytes.max(0.0) as u64).max().unwrap_or(0)),
-            touched_in_window_bytes: touched_in_window,
+            touched_in_window_bytes: touched_in_window.map(|t| t.bytes),
+            touched_in_window_ci_bytes: touched_in_window.and_then(|t| t.ci_bytes),
             returned_share: self.history.back().map(|e| e.returned),
         })
     }
@@ -112,6 +148,40 @@ mod tests {
         Estimate { at, bytes, var: 0.0, faulted: 1.0, returned: 0.5 }
     }
 
+    /// The chance that a batch of `n` draws at share `p` lands within its own interval.
+    fn coverage(p: f64, n: u32) -> f64 {
+        let mut chance = (1.0 - p).powi(n as i32);
+        let mut covered = 0.0;
+        for k in 0..=n {
+            let seen = k as f64 / n as f64;
+            if (seen - p).abs() <= wilson_half_width(seen, n as f64, 1.96) {
+                covered += chance;
+            }
+            chance *= (n - k) as f64 / (k + 1) as f64 * p / (1.0 - p);
+        }
+        covered
+    }
+
+    #[test]
+    fn the_window_interval_holds_the_truth_as_often_as_it_claims_and_widens_as_the_sample_shrinks() {
+        for n in [8, 32, 256] {
+            for p in [0.1, 0.3, 0.5, 0.9] {
+                let c = coverage(p, n);
+                assert!((0.90..=0.999).contains(&c), "share {p} in {n} draws: covered {c:.3} of the time");
+            }
+        }
+        let (cluster, from) = (4.0 * 4096.0, 128.0 * 1048576.0);
+        let big = WindowTouched::from_batch(1024.0 * 4096.0, 512.0 * 4096.0, cluster, from, 0.0);
+        let small = WindowTouched::from_batch(32.0 * 4096.0, 16.0 * 4096.0, cluster, from, 0.0);
+        assert_eq!((big.bytes, small.bytes), (64 << 20, 64 << 20));
+        let (big_ci, small_ci) = (big.ci_bytes.unwrap() as f64, small.ci_bytes.unwrap() as f64);
+        assert!((0.055..0.065).contains(&(big_ci / from)), "256 draws at half: ±6 points of 100, {big_ci}");
+        assert!(small_ci > 3.0 * big_ci, "8 draws know far less: {small_ci} vs {big_ci}");
+        let all = WindowTouched::from_batch(1024.0 * 4096.0, 1024.0 * 4096.0, cluster, from, 8.0);
+        assert_eq!(all.bytes, (128 << 20) + 8, "what came in counts exactly, beside the share");
+        assert!(all.ci_bytes.unwrap() > 0, "every draw back still leaves doubt");
+    }
+
     #[test]
     fn the_window_average_forgets_old_intervals_and_the_peak_remembers_them() {
         let mut e = Estimates::default();
@@ -119,7 +189,7 @@ mod tests {
             e.push(at(t, b));
             e.age(t, 10.0);
         }
-        let a = e.activeness(Some(7)).unwrap();
+        let a = e.activeness(Some(WindowTouched { bytes: 7, ci_bytes: None })).unwrap();
         assert_eq!(a.active_bytes, 200, "intervals within 10 s: 400, 100, 100");
         assert_eq!(a.peak_bytes, 400, "the average at 5 s");
         assert_eq!((a.last_interval_bytes, a.recent_bytes), (100, Some(100)));

@@ -39,6 +39,10 @@ pub struct Activeness {
     /// sizes quotas by `active_bytes`).
     #[serde(default)]
     pub touched_in_window_bytes: Option<u64>,
+    /// Half-width of the 95% confidence interval around `touched_in_window_bytes`
+    /// (`None` for a tracker that does not sample).
+    #[serde(default)]
+    pub touched_in_window_ci_bytes: Option<u64>,
     /// Share of the last interval's samples that came back (were touched) by its end:
     /// with the tenant's faults, what tells how much of its hot set a slowed tenant
     /// lacks (see `policy::curve`).

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use tierd_core::estimates::{Estimate, Estimates, distinct_faulted, mean_and_var};
+use tierd_core::estimates::{Estimate, Estimates, WindowTouched, distinct_faulted, mean_and_var};
 use tierd_core::snapshot::{Activeness, Range, Region};
 
 use crate::calib::{PAGE, REGION, SAMPLE_CPU_SECS, SCAN_CPU_SECS_PER_GIB};
@@ -314,11 +314,10 @@ impl Tracker {
     }
 
     /// Memory touched within the window (see the real tracker).
-    fn touched_in_window(&self, now: f64) -> Option<u64> {
+    fn touched_in_window(&self, now: f64) -> Option<WindowTouched> {
         let b = self.batches.iter().find(|b| now - b.drawn >= self.window - self.interval / 2.0)?;
-        let share = if b.sampled == 0.0 { 0.0 } else { b.returned / b.sampled };
         let faulted = self.estimates.faulted_since(b.drawn);
-        Some((share * b.from + faulted) as u64)
+        Some(WindowTouched::from_batch(b.sampled, b.returned, CLUSTER * PAGE, b.from, faulted))
     }
 
     pub fn activeness(&self) -> Option<Activeness> {

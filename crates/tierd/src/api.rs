@@ -257,6 +257,10 @@ pub struct TenantStatus {
     /// Memory touched at any time within the window (see `Activeness`).
     #[serde(default)]
     pub touched_in_window_bytes: Option<u64>,
+    /// 95% confidence half-width of `touched_in_window_bytes` (sampling tracker only):
+    /// wide when a tight CPU or tier-read budget shrank the sample.
+    #[serde(default)]
+    pub touched_in_window_ci_bytes: Option<u64>,
     /// Pages the tracker sampled in the last interval.
     #[serde(default)]
     pub tracker_sample_pages: u64,

@@ -77,7 +77,7 @@ impl Writer {
 type TenantFamily = (&'static str, &'static str, &'static str, fn(&TenantStatus) -> Option<f64>);
 
 /// The per-tenant families, one sample per running tenant each.
-const TENANT_FAMILIES: [TenantFamily; 26] = [
+const TENANT_FAMILIES: [TenantFamily; 27] = [
     ("tierd_tenant_size_bytes", "gauge", "Anonymous memory, resident plus on the tier.", |t| Some(t.size_bytes as f64)),
     ("tierd_tenant_dram_bytes", "gauge", "DRAM the tenant holds.", |t| Some(t.dram_bytes as f64)),
     ("tierd_tenant_tier_bytes", "gauge", "Bytes the tenant has on the tier.", |t| Some(t.tier_bytes as f64)),
@@ -102,6 +102,12 @@ const TENANT_FAMILIES: [TenantFamily; 26] = [
     ("tierd_tenant_active_ci_bytes", "gauge", "95% confidence half-width of the active estimate.", |t| {
         t.active_ci_bytes.map(|v| v as f64)
     }),
+    (
+        "tierd_tenant_touched_in_window_ci_bytes",
+        "gauge",
+        "95% confidence half-width of the memory touched within the window.",
+        |t| t.touched_in_window_ci_bytes.map(|v| v as f64),
+    ),
     (
         "tierd_tenant_hot_bytes",
         "gauge",
@@ -301,6 +307,7 @@ pub(crate) mod tests {
             active_bytes: Some(150),
             active_ci_bytes: Some(5),
             touched_in_window_bytes: None,
+            touched_in_window_ci_bytes: None,
             tracker_sample_pages: 0,
             tracker_seconds: 0.0,
             major_faults: 42,

@@ -141,6 +141,7 @@ impl Engine {
             active_bytes: activeness.map(|a| a.active_bytes),
             active_ci_bytes: activeness.map(|a| a.ci_bytes),
             touched_in_window_bytes: activeness.and_then(|a| a.touched_in_window_bytes),
+            touched_in_window_ci_bytes: activeness.and_then(|a| a.touched_in_window_ci_bytes),
             tracker_sample_pages: t.tracker.as_ref().map_or(0, |tr| tr.cost().sample_pages),
             tracker_seconds: t.tracker.as_ref().map_or(0.0, |tr| tr.cost().seconds),
             major_faults: t.measure.major_faults_total,

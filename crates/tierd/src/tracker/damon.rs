@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tierd_core::estimates::{Estimate, Estimates};
+use tierd_core::estimates::{Estimate, Estimates, WindowTouched};
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::damon::{DamonError, DamonRegion, Intervals, Kdamond};
 use tierd_sys::madvise::Pidfd;
@@ -307,7 +307,8 @@ impl Tracker for DamonTracker {
     }
 
     fn activeness(&self) -> Option<Activeness> {
-        let mut a = self.estimates.activeness(self.window_touched)?;
+        let touched = self.window_touched.map(|bytes| WindowTouched { bytes, ci_bytes: None });
+        let mut a = self.estimates.activeness(touched)?;
         // DAMON counts accesses, not samples coming back: no share to report.
         a.returned_share = None;
         Some(a)

@@ -30,7 +30,8 @@ mod region;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use tierd_core::estimates::Estimates;
+use tierd_core::estimates::{Estimates, WindowTouched};
+use tierd_core::size::PAGE;
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::Pidfd;
 use tierd_sys::procfs::ProcFs;
@@ -232,15 +233,16 @@ impl SamplingTracker {
     /// that came back at any check since, times what they were drawn from, plus what
     /// became resident over the window and what is counted whole. `None` until a
     /// batch of samples is a window old.
-    fn touched_in_window(&self, now: f64) -> Option<u64> {
+    fn touched_in_window(&self, now: f64) -> Option<WindowTouched> {
         let window = self.cfg.window_secs;
         let old = self.batches.iter().position(|b| now - b.drawn >= window - self.cfg.interval_secs / 2.0)?;
         // A batch drawn at rest measures nothing: the first drawn since stands in (a
         // little short of a window). None since: at rest the whole window.
         let b = self.batches.iter().skip(old).find(|b| !b.at_rest).unwrap_or(&self.batches[old]);
-        let share = if b.sampled == 0 { 0.0 } else { b.returned as f64 / b.sampled as f64 };
         let faulted = self.estimates.faulted_since(b.drawn);
-        Some((share * b.from as f64 + faulted) as u64 + self.counted_whole_bytes)
+        let cluster = (self.cfg.cluster_pages as u64 * PAGE) as f64;
+        let known = faulted + self.counted_whole_bytes as f64;
+        Some(WindowTouched::from_batch(b.sampled as f64, b.returned as f64, cluster, b.from as f64, known))
     }
 
     /// After an observation that took `spent` CPU seconds with `drawn` pages sampled,
@@ -453,11 +455,15 @@ mod tests {
             t.estimates.push(Estimate { at, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
         }
         assert_eq!(t.touched_in_window(20.0), None, "no batch is a window old yet");
+        let touched = t.touched_in_window(30.0).unwrap();
         assert_eq!(
-            t.touched_in_window(30.0),
-            Some(512 * mib + 12 * mib),
+            touched.bytes,
+            512 * mib + 12 * mib,
             "half the samples came back within the window, plus what faulted in over it"
         );
+        // 100 clusters of 4 pages, half back: about ±10% of the 1 GiB drawn from.
+        let ci = touched.ci_bytes.unwrap() as f64 / (1024 * mib) as f64;
+        assert!((0.09..0.11).contains(&ci), "the batch's interval, ±{ci:.3} of what it was drawn from");
     }
 
     #[test]
@@ -468,11 +474,19 @@ mod tests {
         t.batches.push_back(rest(0.0));
         t.batches.push_back(Batch { drawn: 5.0, sampled: 400 * PAGE, from: 1024 * mib, returned: 0, at_rest: false });
         t.batch_returned(5.0, 200 * PAGE);
-        assert_eq!(t.touched_in_window(30.0), Some(512 * mib), "the first batch drawn after it woke stands in");
+        assert_eq!(
+            t.touched_in_window(30.0).map(|w| w.bytes),
+            Some(512 * mib),
+            "the first batch drawn after it woke stands in"
+        );
         // At rest all along: what it touched is what faulted in.
         t.batches = [rest(0.0), rest(5.0)].into();
         t.estimates.push(Estimate { at: 10.0, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
-        assert_eq!(t.touched_in_window(30.0), Some(2 * mib));
+        assert_eq!(
+            t.touched_in_window(30.0),
+            Some(WindowTouched { bytes: 2 * mib, ci_bytes: Some(0) }),
+            "known exactly"
+        );
     }
 
     #[test]
