@@ -47,7 +47,10 @@ for f in sorted(glob.glob(os.path.join(out, "*-*", "results.json"))):
         dram = m["dram"]["throughput"] / 1e6 if "dram" in m else float("nan")
         print(f"{name:24s} {point.get('point', '')[:24]:24s} tierd/dram {rel:.3f}  dram {dram:.2f} M  "
               f"tierd {t['throughput']/1e6:.2f} M  tierd CPU {t.get('tierd_cpu_percent', 0):.1f}%")
-builds = list(runs)
+# In the order `run` was given them (base first), else by name.
+order = os.path.join(out, "builds.txt")
+named = open(order).read().split() if os.path.exists(order) else []
+builds = [b for b in named if b in runs] + sorted(b for b in runs if b not in named)
 for b in builds:
     print(f"{b}: median {statistics.median(runs[b]):.3f} of {len(runs[b])} runs ({min(runs[b]):.3f}–{max(runs[b]):.3f})")
 if len(builds) == 2:
@@ -77,6 +80,7 @@ run() {
         [[ -x $d/tierd-bench && -x $d/tierd ]] || { echo "$d: no tierd and tierd-bench (scripts/ab.sh build)" >&2; exit 2; }
     done
     mkdir -p "$out"
+    for d in "$@"; do basename "$d"; done > "$out/builds.txt"
     for i in $(seq 1 "$rounds"); do
         for d in "$@"; do
             local run; run="$out/$(basename "$d")-$i"
