@@ -262,16 +262,22 @@ fn hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit() {
         "{winner} holds its hot set; quotas {:?} MiB (0: the shared limit)",
         quotas.iter().map(|q| q / MIB).collect::<Vec<_>>()
     );
-    // The winner runs: its throughput climbs to where a tenant with its hot set in DRAM is.
-    wait_for("the winner running from DRAM", Duration::from_secs(30), || {
+    // A winner runs: its throughput climbs to where a tenant with its hot set in DRAM is.
+    // Under the shared limit the first holder is one instant's LRU (CI once saw it lose
+    // its hot set before the first quota pass), so whichever tenant gets there counts.
+    let from_dram = |d: &Daemon, n: &str| {
         let r: Vec<f64> = d
-            .tenant_stdout(winner)
+            .tenant_stdout(n)
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter_map(|v| v["ops_per_sec"].as_f64())
             .collect();
         r.len() >= 2 && r[r.len() - 1] > 200_000.0 && r[r.len() - 2] > 200_000.0
+    };
+    wait_for(&format!("a winner running from DRAM (first holder {winner})"), Duration::from_secs(30), || {
+        ["a", "b"].iter().any(|n| from_dram(&d, n))
     });
+    let winner = ["a", "b"].into_iter().find(|n| from_dram(&d, n)).unwrap();
     let e = d.ctl(&["explain", winner]);
     assert!(e.contains("quota"), "{e}");
     assert!(d.log().contains("DRAM short"), "the plan says why: {}", d.log());
