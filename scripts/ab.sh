@@ -45,7 +45,7 @@ for f in sorted(glob.glob(os.path.join(out, "*-*", "results.json"))):
         rel = t["relative_throughput"]
         runs.setdefault(build, []).append(rel)
         dram = m["dram"]["throughput"] / 1e6 if "dram" in m else float("nan")
-        print(f"{name:24s} {point.get('point', '')[:24]:24s} tierd/dram {rel:.3f}  dram {dram:.2f} M  "
+        print(f"{name:24s} {point['name'][:32]:32s} tierd/dram {rel:.3f}  dram {dram:.2f} M  "
               f"tierd {t['throughput']/1e6:.2f} M  tierd CPU {t.get('tierd_cpu_percent', 0):.1f}%")
 # In the order `run` was given them (base first), else by name.
 order = os.path.join(out, "builds.txt")

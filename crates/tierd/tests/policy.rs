@@ -274,10 +274,12 @@ fn hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit() {
             .collect();
         r.len() >= 2 && r[r.len() - 1] > 200_000.0 && r[r.len() - 2] > 200_000.0
     };
+    let mut running = None;
     wait_for(&format!("a winner running from DRAM (first holder {winner})"), Duration::from_secs(30), || {
-        ["a", "b"].iter().any(|n| from_dram(&d, n))
+        running = ["a", "b"].into_iter().find(|n| from_dram(&d, n));
+        running.is_some()
     });
-    let winner = ["a", "b"].into_iter().find(|n| from_dram(&d, n)).unwrap();
+    let winner = running.unwrap();
     let e = d.ctl(&["explain", winner]);
     assert!(e.contains("quota"), "{e}");
     assert!(d.log().contains("DRAM short"), "the plan says why: {}", d.log());
