@@ -100,6 +100,7 @@ case " $(cat /proc/cmdline) " in
   *" tierd.check=write-fault "*) sh /bin/guest-fault writes ;;
   *" tierd.check=damon "*) sh /bin/guest-damon ;;
   *" tierd.check=outgrow "*) sh /bin/guest-outgrow ;;
+  *" tierd.check=outgrow-slow "*) sh /bin/guest-outgrow slow ;;
   *) sh /bin/guest-check ;;
 esac
 poweroff -f

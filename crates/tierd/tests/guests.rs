@@ -30,13 +30,26 @@ fn image(series: &str) -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-/// Boots the guest with a blank `disk_mib` virtual disk and `check` on the kernel's
-/// command line (`tierd.check=fault` and `write-fault` run scripts/guest-fault.sh); returns its console
+/// The guest's blank virtual disk, the tier: its size, and the write rate QEMU holds it
+/// to (a device slower than the tenants grow, where one is wanted).
+#[derive(Clone, Copy)]
+struct Disk {
+    mib: u64,
+    write_bytes_per_sec: Option<u64>,
+}
+
+fn disk(mib: u64) -> Disk {
+    Disk { mib, write_bytes_per_sec: None }
+}
+
+/// Boots the guest with `disk` and `check` on the kernel's command line
+/// (`tierd.check=fault` and `write-fault` run scripts/guest-fault.sh); returns its console
 /// output. Killed (by its PID) after `timeout`.
-fn boot(kernel: &Path, initrd: &Path, disk_mib: u64, check: &str, timeout: Duration) -> String {
+fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration) -> String {
     let dir = tempfile::tempdir().unwrap();
     let disk = dir.path().join("vda.img");
-    std::fs::File::create(&disk).unwrap().set_len(disk_mib * MIB).unwrap();
+    std::fs::File::create(&disk).unwrap().set_len(vda.mib * MIB).unwrap();
+    let throttle = vda.write_bytes_per_sec.map(|b| format!(",throttling.bps-write={b}")).unwrap_or_default();
     let mut qemu = Command::new("qemu-system-x86_64")
         .args(["-machine", "pc", "-accel", "tcg,tb-size=64", "-smp", "1", "-m", "320M"])
         .args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"])
@@ -48,7 +61,7 @@ fn boot(kernel: &Path, initrd: &Path, disk_mib: u64, check: &str, timeout: Durat
         // could go to the tier, and the fault checks' failing tier then broke an exec.
         .args(["-append", &format!("console=ttyS0 panic=-1 quiet rootfstype=ramfs {check}")])
         .arg("-drive")
-        .arg(format!("file={},if=virtio,format=raw", disk.display()))
+        .arg(format!("file={},if=virtio,format=raw{throttle}", disk.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -129,7 +142,7 @@ fn said_by<'a>(console: &'a str, script: &str, key: &str) -> Option<&'a str> {
 /// console's `guest-` lines.
 fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tracker: &str) -> Option<String> {
     let (kernel, initrd) = image(series)?;
-    let console = boot(&kernel, &initrd, 512, &format!("tierd.tracker={tracker}"), Duration::from_secs(900));
+    let console = boot(&kernel, &initrd, disk(512), &format!("tierd.tracker={tracker}"), Duration::from_secs(900));
     let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
     assert!(said(&console, "kernel").is_some_and(|k| k.starts_with(series) && k.contains("cgroup2")), "{log}");
     assert!(!log.contains("guest-check: fail"), "{log}");
@@ -288,7 +301,7 @@ fn on_6_1_without_pagemap_scan_the_tracker_reads_pagemap_entries_and_says_so() {
 /// and its `guest-` lines, once the script said nothing failed on its side.
 fn fault_boot(check: &str, disk_mib: u64, timeout: Duration) -> Option<(String, String)> {
     let (kernel, initrd) = image("6.12")?;
-    let console = boot(&kernel, &initrd, disk_mib, &format!("tierd.check={check}"), timeout);
+    let console = boot(&kernel, &initrd, disk(disk_mib), &format!("tierd.check={check}"), timeout);
     let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
     assert!(!log.contains("guest-fault: fail:"), "{log}");
     Some((console, log))
@@ -451,7 +464,7 @@ fn median(mut v: Vec<u64>) -> u64 {
 #[test]
 fn in_a_6_12_guest_the_damon_tracker_measures_a_known_hot_set_and_leaves_other_kdamonds_alone() {
     let Some((kernel, initrd)) = image("6.12") else { return };
-    let console = boot(&kernel, &initrd, 512, "tierd.check=damon", Duration::from_secs(900));
+    let console = boot(&kernel, &initrd, disk(512), "tierd.check=damon", Duration::from_secs(900));
     let log: String = console.lines().filter(|l| l.starts_with("guest-damon")).collect::<Vec<_>>().join("\n");
     let line = |key: &str| said_by(&console, "guest-damon", key).unwrap_or_else(|| panic!("no {key}\n{log}")).trim();
     assert_eq!(line("beside a foreign kdamond"), "sampling", "{log}");
@@ -483,7 +496,7 @@ fn in_a_6_12_guest_the_damon_tracker_measures_a_known_hot_set_and_leaves_other_k
 #[test]
 fn in_a_6_1_guest_the_damon_tracker_falls_back_to_sampling_and_says_why() {
     let Some((kernel, initrd)) = image("6.1") else { return };
-    let console = boot(&kernel, &initrd, 512, "tierd.check=damon", Duration::from_secs(600));
+    let console = boot(&kernel, &initrd, disk(512), "tierd.check=damon", Duration::from_secs(600));
     let log: String = console.lines().filter(|l| l.starts_with("guest-damon")).collect::<Vec<_>>().join("\n");
     let fallback = said_by(&console, "guest-damon", "fallback").unwrap_or_else(|| panic!("{log}"));
     assert!(fallback.contains("DAMON cannot measure activeness here"), "{log}");
@@ -500,7 +513,7 @@ fn in_a_6_1_guest_the_damon_tracker_falls_back_to_sampling_and_says_why() {
 #[test]
 fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgroup_and_its_neighbour_runs_on() {
     let Some((kernel, initrd)) = image("6.12") else { return };
-    let console = boot(&kernel, &initrd, 64, "tierd.check=outgrow", Duration::from_secs(600));
+    let console = boot(&kernel, &initrd, disk(64), "tierd.check=outgrow", Duration::from_secs(600));
     let log: String = console.lines().filter(|l| l.starts_with("guest-outgrow")).collect::<Vec<_>>().join("\n");
     assert!(!log.contains("guest-outgrow: fail"), "{log}");
     let status: Value = serde_json::from_str(said_by(&console, "guest-outgrow", "status").unwrap_or("{}"))
@@ -531,4 +544,37 @@ fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgro
         events.contains("[big] throttled at its quota"),
         events.contains("[small] throttled at its quota")
     );
+}
+
+/// The slow tier of the outgrow check's `slow` variant: 256 MiB written at 2 MiB/s, under
+/// half of what the check writes to an unthrottled disk (over 4 MiB/s for a whole run).
+const SLOW_TIER: Disk = Disk { mib: 256, write_bytes_per_sec: Some(2 * MIB) };
+
+/// A tenant that outgrows DRAM but fits with the tier, which takes its pages slower
+/// than it grows (scripts/guest-outgrow.sh `slow`): throttled, never killed, and every
+/// page it wrote reads back right (its exit code 0). A kill at its `memory.max` while
+/// the tier still had room would be a tenant harmed by a quota (docs/decisions/007).
+#[test]
+fn in_a_6_12_guest_a_tenant_that_fits_with_a_slow_tier_is_throttled_never_killed() {
+    let Some((kernel, initrd)) = image("6.12") else { return };
+    let console = boot(&kernel, &initrd, SLOW_TIER, "tierd.check=outgrow-slow", Duration::from_secs(900));
+    let log: String = console.lines().filter(|l| l.starts_with("guest-outgrow")).collect::<Vec<_>>().join("\n");
+    assert!(!log.contains("guest-outgrow: fail"), "{log}");
+    let status: Value = serde_json::from_str(said_by(&console, "guest-outgrow", "status").unwrap_or("{}"))
+        .unwrap_or_else(|e| panic!("{e}\n{log}"));
+    let big = tenant_in(&status, "big", &log);
+    assert_eq!((big["exit_code"].as_i64(), big["oom_kills"].as_u64()), (Some(0), Some(0)), "{big:#}\n{log}");
+    let small = tenant_in(&status, "small", &log);
+    assert_eq!((small["state"].as_str(), small["oom_kills"].as_u64()), (Some("running"), Some(0)), "{small:#}\n{log}");
+    // 160 MiB with 64 MiB of DRAM: at least 96 MiB of it went through the slow tier.
+    let written = status["tier"]["wear"]["written_bytes"].as_u64().unwrap_or(0);
+    let secs = status["tier"]["wear"]["measured_secs"].as_f64().unwrap_or(0.0);
+    assert!(written >= 96 * MIB, "{} MiB written to the tier\n{log}", written / MIB);
+    assert!(
+        written as f64 / secs <= 1.1 * (2 * MIB) as f64,
+        "the tier was not slow: {} MiB in {secs:.0} s\n{log}",
+        written / MIB
+    );
+    let last = console.lines().filter_map(|l| said_by(l, "guest-outgrow", "big at")).next_back().unwrap_or("");
+    eprintln!("big fitted: {} MiB written to the tier in {secs:.0} s; last seen at {last}", written / MIB);
 }
