@@ -6,7 +6,8 @@
 # is the virtual disk /dev/vda, a real block device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
 # tierd.check=fault or write-fault, scripts/guest-damon.sh or guest-outgrow.sh for
-# tierd.check=damon or outgrow) and powers off; crates/tierd/tests/guests.rs boots them.
+# tierd.check=damon, outgrow or outgrow-slow) and powers off; crates/tierd/tests/guests.rs
+# boots them.
 #
 #   scripts/guest-host.sh             # -> target/guest/host-{6.12,6.1}/{vmlinuz,initrd.img}
 #   scripts/guest-host.sh 6.12        # one of them

@@ -505,6 +505,29 @@ fn in_a_6_1_guest_the_damon_tracker_falls_back_to_sampling_and_says_why() {
     assert!(log.contains("guest-damon: done"), "{log}");
 }
 
+/// Boots the 6.12 guest's outgrow check (scripts/guest-outgrow.sh) as `tierd.check=CHECK`
+/// on `vda`. Asserts that `big` ended with `(exit code, OOM kills)` and that `small` runs
+/// on, never killed: it may meet its quota while the tier is full (an estimate a pass
+/// short, see allocation-beside-whole-claims.md in bench/results/sim/judged), and the
+/// guard gives it room too. Returns the console, the check's lines and tierd's status.
+fn outgrow(vda: Disk, check: &str, timeout: Duration, big_ended: (i64, u64)) -> Option<(String, String, Value)> {
+    let (kernel, initrd) = image("6.12")?;
+    let console = boot(&kernel, &initrd, vda, &format!("tierd.check={check}"), timeout);
+    let log: String = console.lines().filter(|l| l.starts_with("guest-outgrow")).collect::<Vec<_>>().join("\n");
+    assert!(!log.contains("guest-outgrow: fail"), "{log}");
+    let status: Value = serde_json::from_str(said_by(&console, "guest-outgrow", "status").unwrap_or("{}"))
+        .unwrap_or_else(|e| panic!("{e}\n{log}"));
+    let big = tenant_in(&status, "big", &log);
+    assert_eq!(
+        (big["exit_code"].as_i64(), big["oom_kills"].as_u64()),
+        (Some(big_ended.0), Some(big_ended.1)),
+        "{big:#}\n{log}"
+    );
+    let small = tenant_in(&status, "small", &log);
+    assert_eq!((small["state"].as_str(), small["oom_kills"].as_u64()), (Some("running"), Some(0)), "{small:#}\n{log}");
+    Some((console, log, status))
+}
+
 /// A tenant that outgrows DRAM and the tier on v2 (scripts/guest-outgrow.sh): it ends
 /// in its own cgroup, by the kernel's OOM killer, counted and named; its neighbour runs
 /// on and tierd stays up. How it gets there varies with the guest's speed: throttled
@@ -512,19 +535,7 @@ fn in_a_6_1_guest_the_damon_tracker_falls_back_to_sampling_and_says_why() {
 /// `memory.max` while reclaim still wrote it to the tier (one run in six, under CI's load).
 #[test]
 fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgroup_and_its_neighbour_runs_on() {
-    let Some((kernel, initrd)) = image("6.12") else { return };
-    let console = boot(&kernel, &initrd, disk(64), "tierd.check=outgrow", Duration::from_secs(600));
-    let log: String = console.lines().filter(|l| l.starts_with("guest-outgrow")).collect::<Vec<_>>().join("\n");
-    assert!(!log.contains("guest-outgrow: fail"), "{log}");
-    let status: Value = serde_json::from_str(said_by(&console, "guest-outgrow", "status").unwrap_or("{}"))
-        .unwrap_or_else(|e| panic!("{e}\n{log}"));
-    let big = tenant_in(&status, "big", &log);
-    assert_eq!((big["exit_code"].as_i64(), big["oom_kills"].as_u64()), (Some(137), Some(1)), "{big:#}\n{log}");
-    // Its neighbour may meet its quota while the tier is full (an estimate a pass short,
-    // see allocation-beside-whole-claims.md in bench/results/sim/judged): the guard gives
-    // it room too, and it is never killed.
-    let small = tenant_in(&status, "small", &log);
-    assert_eq!((small["state"].as_str(), small["oom_kills"].as_u64()), (Some("running"), Some(0)), "{small:#}\n{log}");
+    let Some((console, _, _)) = outgrow(disk(64), "outgrow", Duration::from_secs(600), (137, 1)) else { return };
     let events = said_by(&console, "guest-outgrow", "events").unwrap_or("");
     assert!(events.contains("[big] the kernel's OOM killer ended 1 of its processes"), "{events}");
     // Given up, it stays so until the kernel ends it: a look that found its tasks at the
@@ -556,16 +567,9 @@ const SLOW_TIER: Disk = Disk { mib: 256, write_bytes_per_sec: Some(2 * MIB) };
 /// the tier still had room would be a tenant harmed by a quota (docs/decisions/007).
 #[test]
 fn in_a_6_12_guest_a_tenant_that_fits_with_a_slow_tier_is_throttled_never_killed() {
-    let Some((kernel, initrd)) = image("6.12") else { return };
-    let console = boot(&kernel, &initrd, SLOW_TIER, "tierd.check=outgrow-slow", Duration::from_secs(900));
-    let log: String = console.lines().filter(|l| l.starts_with("guest-outgrow")).collect::<Vec<_>>().join("\n");
-    assert!(!log.contains("guest-outgrow: fail"), "{log}");
-    let status: Value = serde_json::from_str(said_by(&console, "guest-outgrow", "status").unwrap_or("{}"))
-        .unwrap_or_else(|e| panic!("{e}\n{log}"));
-    let big = tenant_in(&status, "big", &log);
-    assert_eq!((big["exit_code"].as_i64(), big["oom_kills"].as_u64()), (Some(0), Some(0)), "{big:#}\n{log}");
-    let small = tenant_in(&status, "small", &log);
-    assert_eq!((small["state"].as_str(), small["oom_kills"].as_u64()), (Some("running"), Some(0)), "{small:#}\n{log}");
+    let Some((console, log, status)) = outgrow(SLOW_TIER, "outgrow-slow", Duration::from_secs(900), (0, 0)) else {
+        return;
+    };
     // 160 MiB with 64 MiB of DRAM: at least 96 MiB of it went through the slow tier.
     let written = status["tier"]["wear"]["written_bytes"].as_u64().unwrap_or(0);
     let secs = status["tier"]["wear"]["measured_secs"].as_f64().unwrap_or(0.0);
