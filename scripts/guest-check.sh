@@ -1,5 +1,6 @@
 # Runs inside the guest of scripts/guest-host.sh (busybox sh): tierd on cgroup v2 with
-# the virtual disk /dev/vda as its tier, a workload tenant at 3x the DRAM left to it and
+# the virtual disk as its tier (an NVMe drive, /dev/nvme0n1, where QEMU gave one, else
+# /dev/vda), a workload tenant at 3x the DRAM left to it and
 # one kept off the tier (--no-tier), then a cgroup it did not create adopted and
 # released. Lines starting "guest-check:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-check: $*"; }
@@ -9,7 +10,9 @@ ctl() { tierctl --socket /run/tierd.sock "$@"; }
 say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 say "doctor $(tierctl doctor --json | tr -d '\n')"
 say "kernel said $(dmesg | grep -i -e 'device-mapper' -e 'crypt' -e insmod | tail -n 5 | tr '\n' ' ')"
-[ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
+tier=/dev/vda
+[ -b /dev/nvme0n1 ] && tier=/dev/nvme0n1
+[ -b $tier ] || { say "fail: no /dev/vda or /dev/nvme0n1"; exit 0; }
 # Started as systemd starts a service with Delegate=yes: in a cgroup of its own, which
 # its parent offers the memory controller.
 svc=/sys/fs/cgroup/tierd.service
@@ -17,7 +20,7 @@ mkdir $svc
 # The tracker the kernel's command line names (tierd.tracker=damon), else sampling.
 tracker=$(sed -n 's/.*tierd\.tracker=\([a-z]*\).*/\1/p' /proc/cmdline)
 start_tierd() { # CGROUP_DIR LOG
-  sh -c "echo \$\$ > $1/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd \
+  sh -c "echo \$\$ > $1/cgroup.procs; exec tierd --tier $tier --dram-budget 96M --ratio 3 --policy tierd \
     --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock --adopt-root /machine.slice \
     --tracker ${tracker:-sampling}" \
     > "$2" 2>&1 &
@@ -96,7 +99,7 @@ if [ "$up" = yes ]; then
   done
   # The tier is encrypted by default where the kernel has dm-crypt: the text the marker
   # tenant paged out is not on the disk under it.
-  say "plaintext on the disk: $(plaintext_on /dev/vda) lines of the marker"
+  say "plaintext on the disk: $(plaintext_on $tier) lines of the marker"
   adopt_check
 else
   say "fail: tierd did not come up"

@@ -2,8 +2,9 @@
 # Builds the guests that run tierd itself on kernels other than the host's: Debian's
 # 6.12 (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU) and 6.1 (no PAGEMAP_SCAN),
 # each with busybox, util-linux's mkswap and blkid, dmsetup, and static tierd, tierctl
-# and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk (the tier
-# is the virtual disk /dev/vda, a real block device), device-mapper and dm-crypt, runs
+# and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk and the
+# NVMe driver (the tier is a virtual disk, /dev/vda or /dev/nvme0n1, a real block
+# device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
 # tierd.check=fault or write-fault, scripts/guest-damon.sh or guest-outgrow.sh for
 # tierd.check=damon, outgrow or outgrow-slow) and powers off; crates/tierd/tests/guests.rs
@@ -61,12 +62,13 @@ for b in mkswap blkid dmsetup; do
     cp -L "$lib" "$root$lib"
   done
 done
-# virtio_blk and, where they are modules (6.1), what it needs, in load order; then
+# virtio_blk and, where they are modules (6.1), what it needs, in load order; the NVMe
+# driver (the main check's tier on 6.12 is an NVMe drive, for its health log); then
 # device-mapper with its delay and flakey targets (the fault checks), and dm-crypt with the
 # ECB and XTS modes its cipher needs (the guest has no modprobe to load them on demand).
 n=0
-for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk dm-mod dm-delay dm-flakey \
-  ecb xts dm-crypt; do
+for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk nvme-auth nvme-core nvme \
+  dm-mod dm-delay dm-flakey ecb xts dm-crypt; do
   module=$(find "$out/dl/$kernel/lib/modules" -name "$name.ko*" | head -1)
   [ -n "$module" ] || continue
   n=$((n + 1))

@@ -201,13 +201,22 @@ fn wear_check(w: crate::wear::Wear) -> Check {
         (Some(rated), None) => format!("; the drive is rated for {}/day", human(rated as u64)),
         (None, _) => "; the drive's endurance is not configured (tier.dwpd)".to_string(),
     };
-    check(
-        "tier_wear",
-        w.colour(),
-        rate + &rating,
+    let drive = w.drive.map(drive_words).unwrap_or_default();
+    let advice = if w.drive.is_some_and(|d| d.colour() > Colour::Green) {
+        "the drive under the tier is worn or failing by its own health log: replace it (`tierctl tier drain` first \
+         brings the tier back into DRAM where it fits), and until then give tenants more DRAM so fewer pages move"
+    } else {
         "the tier is written faster than its drive is rated for and will wear out early: lower the ratio or give \
-         tenants more DRAM (fewer pages move), or put the tier on a drive rated for more writes a day",
-    )
+         tenants more DRAM (fewer pages move), or put the tier on a drive rated for more writes a day"
+    };
+    check("tier_wear", w.colour(), rate + &rating + &drive, advice)
+}
+
+/// What an NVMe drive's health log says of it, for the wear line.
+fn drive_words(d: crate::wear::DriveHealth) -> String {
+    let warns = d.warnings();
+    let warned = if warns.is_empty() { String::new() } else { format!(", and warns: {}", warns.join(", ")) };
+    format!("; the drive reports {}% of its rated life used (NVMe health log){warned}", d.percentage_used)
 }
 
 /// Tenants stuck at their limit, and tenants whose operations failed.
@@ -342,6 +351,17 @@ mod tests {
         });
         assert_eq!(early.colour, Colour::Green, "ten minutes decide nothing: {}", early.message);
         assert!(early.message.contains("3 GiB in 10 min"), "{}", early.message);
+        // An NVMe drive's own health log: said, and judged beside the rate.
+        let drive = crate::wear::DriveHealth { percentage_used: 7, critical_warning: 0b100, ..Default::default() };
+        let failing = wear(Wear { drive: Some(drive), ..Wear::default() });
+        assert_eq!(failing.colour, Colour::Red, "{}", failing.message);
+        assert!(
+            failing.message.contains("7% of its rated life used (NVMe health log), and warns: reliability degraded")
+        );
+        assert!(failing.advice.as_deref().unwrap().contains("replace it"));
+        let sound = wear(Wear { drive: Some(crate::wear::DriveHealth::default()), ..Wear::default() });
+        assert_eq!(sound.colour, Colour::Green);
+        assert!(sound.message.ends_with("0% of its rated life used (NVMe health log)"), "{}", sound.message);
     }
 
     #[test]

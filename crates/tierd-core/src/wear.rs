@@ -60,6 +60,7 @@ impl WriteLog {
             measured_secs: measured,
             per_day_bytes: per_day,
             rated_per_day_bytes: rated_per_day,
+            drive: None,
         }
     }
 }
@@ -77,12 +78,20 @@ pub struct Wear {
     pub per_day_bytes: Option<f64>,
     /// DWPD × the drive's size, when the rating is configured.
     pub rated_per_day_bytes: Option<f64>,
+    /// The drive's own health log, where it is an NVMe drive.
+    #[serde(default)]
+    pub drive: Option<DriveHealth>,
 }
 
 impl Wear {
     /// Green up to half the rating, yellow up to all of it, red above. Green while
     /// unmeasured or unrated: neither is a fault of the device's.
     pub fn colour(&self) -> Colour {
+        let drive = self.drive.map_or(Colour::Green, |d| d.colour());
+        drive.max(self.rate_colour())
+    }
+
+    fn rate_colour(&self) -> Colour {
         match (self.per_day_bytes, self.rated_per_day_bytes) {
             (Some(rate), Some(rated)) if rated > 0.0 => {
                 let share = rate / rated;
@@ -96,6 +105,65 @@ impl Wear {
             }
             _ => Colour::Green,
         }
+    }
+}
+
+/// An NVMe drive's SMART / health log, the fields that tell wear and failure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriveHealth {
+    /// The vendor's estimate of the drive's rated life used, in percent (may pass 100).
+    pub percentage_used: u8,
+    /// Critical warning bits (0: spare below threshold, 1: temperature, 2: reliability
+    /// degraded, 3: read-only, 4: volatile backup failed, 5: persistent memory read-only).
+    pub critical_warning: u8,
+    pub available_spare_percent: u8,
+    pub available_spare_threshold_percent: u8,
+    /// Over the drive's life, by every writer (the log counts thousands of 512-byte units).
+    pub written_bytes: u64,
+    pub media_errors: u64,
+}
+
+/// Yellow from this share of the drive's rated life used.
+const LIFE_YELLOW_PERCENT: u8 = 80;
+
+impl DriveHealth {
+    /// From the 512-byte log page (NVMe base specification, "SMART / Health Information").
+    pub fn from_smart_log(log: &[u8; 512]) -> DriveHealth {
+        // 16-byte little-endian counters; a u64 holds 9 EB of writes.
+        let counter =
+            |at: usize| u128::from_le_bytes(log[at..at + 16].try_into().unwrap()).min(u64::MAX as u128) as u64;
+        DriveHealth {
+            critical_warning: log[0],
+            available_spare_percent: log[3],
+            available_spare_threshold_percent: log[4],
+            percentage_used: log[5],
+            written_bytes: counter(48).saturating_mul(512_000),
+            media_errors: counter(160),
+        }
+    }
+
+    /// Red when the drive warns or its rated life is used up, yellow from 80% of it.
+    pub fn colour(&self) -> Colour {
+        if self.critical_warning != 0 || self.percentage_used >= 100 {
+            Colour::Red
+        } else if self.percentage_used >= LIFE_YELLOW_PERCENT {
+            Colour::Yellow
+        } else {
+            Colour::Green
+        }
+    }
+
+    /// The warnings the drive raises, in words.
+    pub fn warnings(&self) -> Vec<&'static str> {
+        const BITS: [&str; 6] = [
+            "spare capacity below its threshold",
+            "temperature out of range",
+            "reliability degraded",
+            "read-only",
+            "volatile memory backup failed",
+            "persistent memory region read-only",
+        ];
+        BITS.iter().enumerate().filter(|(i, _)| self.critical_warning & (1 << i) != 0).map(|(_, w)| *w).collect()
     }
 }
 
@@ -158,6 +226,38 @@ mod tests {
         assert_eq!(wear(100.0, Some(100.0)).colour(), Colour::Yellow);
         assert_eq!(wear(100.1, Some(100.0)).colour(), Colour::Red);
         assert_eq!(wear(1e15, None).colour(), Colour::Green, "no rating, no judgement");
+    }
+
+    /// A log page as a drive answers it: `used` percent of its life, `warning` bits.
+    fn smart_log(used: u8, warning: u8) -> [u8; 512] {
+        let mut log = [0u8; 512];
+        log[0] = warning;
+        (log[1], log[2]) = (0x41, 0x01); // 321 K
+        (log[3], log[4], log[5]) = (100, 10, used);
+        log[48..64].copy_from_slice(&3_000_000u128.to_le_bytes());
+        log[160..176].copy_from_slice(&2u128.to_le_bytes());
+        log
+    }
+
+    #[test]
+    fn the_drives_health_log_is_read_and_judged() {
+        let d = DriveHealth::from_smart_log(&smart_log(3, 0));
+        assert_eq!(d.percentage_used, 3);
+        assert_eq!((d.available_spare_percent, d.available_spare_threshold_percent), (100, 10));
+        assert_eq!(d.written_bytes, 3_000_000 * 512_000, "thousands of 512-byte units");
+        assert_eq!(d.media_errors, 2);
+        assert_eq!(d.colour(), Colour::Green);
+        assert_eq!(DriveHealth::from_smart_log(&smart_log(80, 0)).colour(), Colour::Yellow);
+        assert_eq!(DriveHealth::from_smart_log(&smart_log(100, 0)).colour(), Colour::Red, "rated life used up");
+        let warned = DriveHealth::from_smart_log(&smart_log(3, 0b1100));
+        assert_eq!(warned.colour(), Colour::Red);
+        assert_eq!(warned.warnings(), ["reliability degraded", "read-only"]);
+        // The drive's word counts beside the write rate: the worse of the two.
+        let wear =
+            Wear { per_day_bytes: Some(1.0), rated_per_day_bytes: Some(100.0), drive: Some(warned), ..Wear::default() };
+        assert_eq!(wear.colour(), Colour::Red);
+        let wear = Wear { per_day_bytes: Some(90.0), drive: Some(d), ..wear };
+        assert_eq!(wear.colour(), Colour::Yellow);
     }
 
     #[test]

@@ -160,6 +160,32 @@ pub fn device_of_file(sys_root: &Path, file: &Path) -> Option<String> {
     Some(link.file_name()?.to_string_lossy().to_string())
 }
 
+/// The kernel name of the whole drive under the disk the kernel calls `name`: through a
+/// device-mapper target with one device under it (dm-crypt), a loop device's backing
+/// file and a partition, down to the disk itself. `None` where it spans several.
+pub fn whole_drive(sys_root: &Path, name: &str) -> Option<String> {
+    let mut name = name.to_string();
+    // A handful of layers at most; a loop in sysfs must not hang tierd.
+    for _ in 0..8 {
+        let dir = sys_root.join("class/block").join(&name);
+        let under: Vec<String> = std::fs::read_dir(dir.join("slaves"))
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+            .unwrap_or_default();
+        name = match under.as_slice() {
+            [one] => one.clone(),
+            [_, _, ..] => return None,
+            [] => match std::fs::read_to_string(dir.join("loop/backing_file")) {
+                Ok(file) => device_of_file(sys_root, Path::new(file.trim()))?,
+                Err(_) if dir.join("partition").exists() => {
+                    std::fs::canonicalize(&dir).ok()?.parent()?.file_name()?.to_string_lossy().to_string()
+                }
+                Err(_) => return Some(name),
+            },
+        };
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +221,31 @@ mod tests {
         std::fs::write(t.path().join("class/block/nvme0n1/size"), "1953525168\n").unwrap();
         assert_eq!(disk_size(t.path(), "nvme0n1"), Some(1_000_204_886_016));
         assert_eq!(disk_size(t.path(), "sdz"), None);
+    }
+
+    #[test]
+    fn the_whole_drive_is_found_under_dm_crypt_and_a_partition() {
+        let t = tempfile::tempdir().unwrap();
+        let sys = t.path();
+        let class = sys.join("class/block");
+        std::fs::create_dir_all(&class).unwrap();
+        // As sysfs lays a partition out: inside its disk's directory, linked from class/block.
+        let part = sys.join("devices/pci0000:00/nvme/nvme0/nvme0n1/nvme0n1p3");
+        std::fs::create_dir_all(&part).unwrap();
+        std::fs::write(part.join("partition"), "3\n").unwrap();
+        std::os::unix::fs::symlink(&part, class.join("nvme0n1p3")).unwrap();
+        std::fs::create_dir_all(class.join("dm-0/slaves/nvme0n1p3")).unwrap();
+        std::fs::create_dir_all(class.join("md0/slaves/sda")).unwrap();
+        std::fs::create_dir_all(class.join("md0/slaves/sdb")).unwrap();
+        std::fs::create_dir_all(class.join("vda")).unwrap();
+        assert_eq!(whole_drive(sys, "dm-0").as_deref(), Some("nvme0n1"));
+        assert_eq!(whole_drive(sys, "nvme0n1p3").as_deref(), Some("nvme0n1"));
+        assert_eq!(whole_drive(sys, "vda").as_deref(), Some("vda"));
+        assert_eq!(whole_drive(sys, "md0"), None, "a span of two drives has no one drive's health");
+        // A cycle (no real sysfs has one) ends instead of hanging.
+        std::fs::create_dir_all(class.join("dm-1/slaves/dm-2")).unwrap();
+        std::fs::create_dir_all(class.join("dm-2/slaves/dm-1")).unwrap();
+        assert_eq!(whole_drive(sys, "dm-1"), None);
     }
 
     #[test]

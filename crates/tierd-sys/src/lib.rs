@@ -7,6 +7,7 @@
 //! - [`blockdev`]: loop devices and the checks before a block device becomes a tier.
 //! - [`crypt`]: a dm-crypt mapping over the tier, with a key made at each start.
 //! - [`kmsg`]: the kernel's log, where failed swap I/O is reported.
+//! - [`nvme`]: an NVMe drive's SMART / health log (its own word on its wear).
 //! - [`kernel`]: what the running kernel offers (`tierctl doctor`).
 //! - [`damon`]: DAMON's sysfs interface, a kdamond monitoring tenant processes.
 //! - [`procfs`] and [`cgroup`]: text files under a root that tests point at fixtures.
@@ -23,6 +24,7 @@ pub mod kernel;
 pub mod kmsg;
 pub mod madvise;
 pub mod memory;
+pub mod nvme;
 pub mod pagemap;
 pub mod process;
 pub mod procfs;

@@ -251,6 +251,13 @@ fn tier(w: &mut Writer, t: &TierStatus) {
             "What the tier's drive is rated to take a day: DWPD x its size (absent unless tier.dwpd is set).",
             wear.rated_per_day_bytes,
         );
+        let drive = wear.drive.as_ref();
+        let help = "The tier's NVMe drive's rated life used, by its own health log (1 = all; absent unless NVMe).";
+        w.maybe("tierd_tier_drive_life_used_ratio", "gauge", help, drive.map(|d| d.percentage_used as f64 / 100.0));
+        let help = "The critical warning bits of the tier's NVMe drive's health log (0: none).";
+        w.maybe("tierd_tier_drive_critical_warning", "gauge", help, drive.map(|d| d.critical_warning as f64));
+        let help = "Media and data integrity errors the tier's NVMe drive has counted in its life.";
+        w.maybe("tierd_tier_drive_media_errors_total", "counter", help, drive.map(|d| d.media_errors as f64));
     }
     w.gauge("tierd_tier_utilization_ratio", "Fraction of the last interval the tier device was busy.", t.utilization);
 }
@@ -423,6 +430,18 @@ pub(crate) mod tests {
         let page = render(&s);
         assert!(page.contains("tierd_tier_writes_per_day_bytes 2000000000000\n"), "{page}");
         assert!(page.contains("tierd_tier_rated_writes_per_day_bytes 1000000000000\n"), "{page}");
+        assert!(!page.lines().any(|l| l.starts_with("tierd_tier_drive_")), "no NVMe health log, no drive figures");
+        let drive = tierd_core::wear::DriveHealth {
+            percentage_used: 12,
+            critical_warning: 4,
+            media_errors: 3,
+            ..Default::default()
+        };
+        s.tier.wear = Some(tierd_core::wear::Wear { drive: Some(drive), ..Default::default() });
+        let page = render(&s);
+        assert!(page.contains("tierd_tier_drive_life_used_ratio 0.12\n"), "{page}");
+        assert!(page.contains("tierd_tier_drive_critical_warning 4\n"), "{page}");
+        assert!(page.contains("tierd_tier_drive_media_errors_total 3\n"), "{page}");
     }
 
     #[test]

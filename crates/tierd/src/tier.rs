@@ -64,6 +64,8 @@ pub struct Tier {
     pub device_number: Option<(u32, u32)>,
     /// That device's size: what a drive's rated writes per day count in, unless configured.
     pub disk_bytes: Option<u64>,
+    /// The NVMe drive under it (`/dev/nvme0n1`), whose own health log tells its wear.
+    pub drive: Option<PathBuf>,
     /// Why `setup` left the tier unencrypted (see [`Tier::encryption`]).
     clear_because: Option<String>,
 }
@@ -247,6 +249,7 @@ impl Tier {
             disk: Some(disk.to_string()),
             device_number: Some(device_number),
             disk_bytes: None,
+            drive: None,
             clear_because: None,
         }
     }
@@ -368,7 +371,10 @@ impl Tier {
         };
         let device_number = disk.as_deref().and_then(|d| blockdev::device_number(sys, d));
         let disk_bytes = disk.as_deref().and_then(|d| blockdev::disk_size(sys, d));
-        Tier { record, disk, device_number, disk_bytes, clear_because: None }
+        // The kernel names every NVMe namespace nvme<controller>n<namespace>.
+        let drive = disk.as_deref().and_then(|d| blockdev::whole_drive(sys, d)).filter(|d| d.starts_with("nvme"));
+        let drive = drive.map(|d| Path::new("/dev").join(d));
+        Tier { record, disk, device_number, disk_bytes, drive, clear_because: None }
     }
 
     /// The cipher the tier is encrypted with, or why it is not: the one answer that the

@@ -30,16 +30,25 @@ fn image(series: &str) -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-/// The guest's blank virtual disk, the tier: its size, and the write rate QEMU holds it
-/// to (a device slower than the tenants grow, where one is wanted).
+/// The guest's blank virtual disk, the tier: its size, the write rate QEMU holds it to
+/// (a device slower than the tenants grow, where one is wanted), and whether it is an
+/// NVMe drive (`/dev/nvme0n1`, with a health log) rather than virtio's `/dev/vda`.
 #[derive(Clone, Copy)]
 struct Disk {
     mib: u64,
     write_bytes_per_sec: Option<u64>,
+    nvme: bool,
 }
 
 fn disk(mib: u64) -> Disk {
-    Disk { mib, write_bytes_per_sec: None }
+    Disk { mib, write_bytes_per_sec: None, nvme: false }
+}
+
+impl Disk {
+    /// The kernel's name for it in the guest.
+    fn name(&self) -> &'static str {
+        if self.nvme { "nvme0n1" } else { "vda" }
+    }
 }
 
 /// Boots the guest with `disk` and `check` on the kernel's command line
@@ -60,8 +69,7 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
         // The root file system in ramfs, never swapped: on tmpfs the guest's binaries
         // could go to the tier, and the fault checks' failing tier then broke an exec.
         .args(["-append", &format!("console=ttyS0 panic=-1 quiet rootfstype=ramfs {check}")])
-        .arg("-drive")
-        .arg(format!("file={},if=virtio,format=raw{throttle}", disk.display()))
+        .args(drive_args(&disk, vda.nvme, &throttle))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -83,6 +91,17 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
         std::thread::sleep(Duration::from_millis(200));
     }
     reader.join().unwrap()
+}
+
+/// QEMU's arguments that attach `image` as a virtio disk or an NVMe drive.
+fn drive_args(image: &Path, nvme: bool, throttle: &str) -> Vec<String> {
+    let file = format!("file={},format=raw{throttle}", image.display());
+    if nvme {
+        let drive = format!("{file},if=none,id=tier");
+        vec!["-drive".into(), drive, "-device".into(), "nvme,serial=tierd-tier,drive=tier".into()]
+    } else {
+        vec!["-drive".into(), format!("{file},if=virtio")]
+    }
 }
 
 /// The build options of the guest's kernel (`CONFIG_X=y` lines of the package's
@@ -137,12 +156,13 @@ fn said_by<'a>(console: &'a str, script: &str, key: &str) -> Option<&'a str> {
     console.lines().find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix.as_str()))
 }
 
-/// Boots the guest for `series` and checks that tierd, measuring activeness with
-/// `tracker`, tiered its tenant, measured its hot set and lost nothing; returns the
-/// console's `guest-` lines.
-fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tracker: &str) -> Option<String> {
+/// Boots the guest for `series` with `tier` as its tier and checks that tierd, measuring
+/// activeness by sampling, tiered its tenant, measured its hot set and lost nothing;
+/// returns the console's `guest-` lines.
+fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tier: Disk) -> Option<String> {
     let (kernel, initrd) = image(series)?;
-    let console = boot(&kernel, &initrd, disk(512), &format!("tierd.tracker={tracker}"), Duration::from_secs(900));
+    let tracker = "sampling";
+    let console = boot(&kernel, &initrd, tier, &format!("tierd.tracker={tracker}"), Duration::from_secs(900));
     let log: String = console.lines().filter(|l| l.starts_with("guest-")).collect::<Vec<_>>().join("\n");
     assert!(said(&console, "kernel").is_some_and(|k| k.starts_with(series) && k.contains("cgroup2")), "{log}");
     assert!(!log.contains("guest-check: fail"), "{log}");
@@ -150,12 +170,14 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tra
     let status: Value = serde_json::from_str(said(&console, "status").unwrap_or_else(|| panic!("{log}"))).unwrap();
     assert_eq!(status["cgroup_version"], "v2", "{log}");
     assert_eq!(status["tracker"], tracker, "{log}");
-    assert!(status["tier"]["path"].as_str().is_some_and(|d| d.contains("vda")), "the tier is the disk: {log}");
+    let name = tier.name();
+    assert_eq!(status["tier"]["path"].as_str(), Some(format!("/dev/{name}").as_str()), "the tier is the disk: {log}");
     // Encrypted by default where the kernel has dm-crypt: the kernel swaps to the mapping,
     // and the text a tenant paged out is nowhere on the disk under it (the fault check,
     // with encryption off, finds it: the control).
     assert_eq!(status["tier"]["cipher"], "aes-xts-plain64", "{:#}\n{log}", status["tier"]);
-    assert_eq!(status["tier"]["swap_path"], "/dev/mapper/tierd-tier-vda", "{log}");
+    assert_eq!(status["tier"]["swap_path"], format!("/dev/mapper/tierd-tier-{name}"), "{log}");
+    drive_health_is_read_where_the_tier_is_nvme(tier, &status, &log);
     let marker = find_tenant(&status, "marker");
     assert!(marker.is_some_and(|m| m["tier_bytes"].as_u64() >= Some(2 * MIB)), "the marker was paged out\n{log}");
     assert_eq!(said(&console, "plaintext on the disk:"), Some("0 lines of the marker"), "{log}");
@@ -255,6 +277,24 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tra
     Some(log)
 }
 
+/// Under dm-crypt, the tier's NVMe drive is found and its own health log read (QEMU's
+/// drive is new: no life used, no warning); a virtio disk has no such log.
+fn drive_health_is_read_where_the_tier_is_nvme(tier: Disk, status: &Value, log: &str) {
+    let drive = &status["tier"]["wear"]["drive"];
+    if !tier.nvme {
+        assert!(drive.is_null(), "{drive:#}");
+        return;
+    }
+    assert_eq!((drive["percentage_used"].as_u64(), drive["critical_warning"].as_u64()), (Some(0), Some(0)), "{log}");
+    // Written over the drive's life, by the guest alone: at most its size a few times over.
+    let written = drive["written_bytes"].as_u64().unwrap_or(u64::MAX);
+    assert!(written <= 4 * tier.mib * MIB, "{drive:#}");
+    let health = status["health"].as_array().into_iter().flatten().find(|c| c["name"] == "tier_wear");
+    let said = health.and_then(|c| c["message"].as_str()).unwrap_or("");
+    assert!(said.contains("0% of its rated life used (NVMe health log)"), "{said}\n{log}");
+    eprintln!("NVMe drive health log: {drive}; {said}");
+}
+
 /// The v2 cgroup `/machine.slice/vm1`, made as libvirt would make a VM's scope, with a
 /// 48 MiB workload in it: adopted in place (tierd started with `--adopt-root
 /// /machine.slice`), tiered, and released with its four memory files as they were.
@@ -284,13 +324,14 @@ fn an_adopted_cgroup_is_tiered_and_released_as_it_was(console: &str, log: &str) 
 fn on_cgroup_v2_in_a_6_12_guest_tenants_are_tiered_to_a_block_device_or_kept_off_it_and_keep_every_page() {
     // Sampling: under this check's 3x overcommit DAMON read 0.02-0.05 MiB of the 32 MiB
     // hot set in about half the runs (open); its own check reads it within 15%.
-    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.12", "sampling") else { return };
+    let nvme = Disk { nvme: true, ..disk(512) };
+    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.12", nvme) else { return };
     assert!(!log.contains("this kernel: PAGEMAP_SCAN"), "6.12 has the ioctl: no start-up note: {log}");
 }
 
 #[test]
 fn on_6_1_without_pagemap_scan_the_tracker_reads_pagemap_entries_and_says_so() {
-    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.1", "sampling") else { return };
+    let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.1", disk(512)) else { return };
     assert!(
         log.contains("this kernel: PAGEMAP_SCAN (6.7): page state is read from pagemap entries"),
         "the start-up log says how page state is read: {log}"
@@ -559,7 +600,7 @@ fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgro
 
 /// The slow tier of the outgrow check's `slow` variant: 256 MiB written at 2 MiB/s, under
 /// half of what the check writes to an unthrottled disk (over 4 MiB/s for a whole run).
-const SLOW_TIER: Disk = Disk { mib: 256, write_bytes_per_sec: Some(2 * MIB) };
+const SLOW_TIER: Disk = Disk { mib: 256, write_bytes_per_sec: Some(2 * MIB), nvme: false };
 
 /// A tenant that outgrows DRAM but fits with the tier, which takes its pages slower
 /// than it grows (scripts/guest-outgrow.sh `slow`): throttled, never killed, and every

@@ -31,6 +31,7 @@ pub fn tier_line(t: &crate::api::TierStatus) -> String {
             .map_or("-".into(), |l| format!("{l:.0}µs ({})", t.read_latency_health.as_deref().unwrap_or("?")))
     ) + if t.cipher.is_some() { "  encrypted" } else { "  not encrypted" }
         + &t.wear.map_or(String::new(), |w| format!("  written {}", human(w.written_bytes)))
+        + &t.wear.and_then(|w| w.drive).map_or(String::new(), |d| format!("  drive life used {}%", d.percentage_used))
         + &failing(t)
 }
 
@@ -317,6 +318,9 @@ mod tests {
         assert!(!tier_line(&t).contains("written"), "nothing said before anything is measured");
         t.wear = Some(tierd_core::wear::Wear { written_bytes: 3 * GIB, ..Default::default() });
         assert!(tier_line(&t).ends_with("not encrypted  written 3 GiB"), "{}", tier_line(&t));
+        let drive = tierd_core::wear::DriveHealth { percentage_used: 4, ..Default::default() };
+        t.wear = Some(tierd_core::wear::Wear { written_bytes: 3 * GIB, drive: Some(drive), ..Default::default() });
+        assert!(tier_line(&t).ends_with("written 3 GiB  drive life used 4%"), "{}", tier_line(&t));
     }
 
     #[test]

@@ -6,6 +6,9 @@ use crate::tenant::Measure;
 use tierd_sys::cgroup::Pressure;
 use tierd_sys::procfs::DiskStats;
 
+/// How often the tier drive's health log is read: it moves by the day.
+const DRIVE_LOG_EVERY: Duration = Duration::from_secs(60);
+
 impl Engine {
     /// Updates each tenant's processes and notices exits.
     pub(super) fn reap(&mut self) {
@@ -266,6 +269,23 @@ impl Engine {
         }
         self.tier_view = view;
         self.io_prev = Some(cur);
+        self.read_drive_health();
+    }
+
+    /// The tier's NVMe drive's own health log, once a minute (an admin command to the
+    /// drive); a failed read is said once and its last good answer dropped.
+    fn read_drive_health(&mut self) {
+        let Some(dev) = self.tier.as_ref().and_then(|t| t.drive.clone()) else { return };
+        if self.drive_health.as_ref().is_some_and(|(at, _)| at.elapsed() < DRIVE_LOG_EVERY) {
+            return;
+        }
+        let read = tierd_sys::nvme::smart_log(&dev).map(|log| tierd_core::wear::DriveHealth::from_smart_log(&log));
+        let read = read.map_err(|e| e.to_string());
+        let said_before = self.drive_health.as_ref().is_some_and(|(_, r)| r.is_err());
+        if let (Err(e), false) = (&read, said_before) {
+            self.events.warn(None, format!("cannot read the tier drive's health log from {}: {e}", dev.display()));
+        }
+        self.drive_health = Some((Instant::now(), read));
     }
 
     /// Counts failed swap I/O on the tier in the kernel's log. At the first, every tenant is

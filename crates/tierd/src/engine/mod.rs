@@ -129,6 +129,8 @@ pub struct Engine {
     tier_faults: TierFaults,
     /// Bytes written to the tier device, for its wear.
     tier_writes: tierd_core::wear::WriteLog,
+    /// The tier's NVMe drive's health log, when last read (once a minute).
+    drive_health: Option<(Instant, Result<tierd_core::wear::DriveHealth, String>)>,
     _lock: File,
 }
 
@@ -170,6 +172,7 @@ impl Engine {
             kernel_log,
             tier_faults: TierFaults::default(),
             tier_writes: Default::default(),
+            drive_health: None,
             damon: None,
             group_reclaim: Default::default(),
             _lock: lock,

@@ -75,7 +75,8 @@ impl Engine {
     fn tier_wear(&self) -> Wear {
         let drive = self.cfg.tier.drive_size.or(self.tier.as_ref().and_then(|t| t.disk_bytes));
         let rated = self.cfg.tier.dwpd.zip(drive).map(|(dwpd, bytes)| dwpd * bytes as f64);
-        self.tier_writes.wear(now_secs(), rated)
+        let drive = self.drive_health.as_ref().and_then(|(_, read)| read.as_ref().ok().copied());
+        Wear { drive, ..self.tier_writes.wear(now_secs(), rated) }
     }
 
     /// The host's figures the health checks judge.
