@@ -32,22 +32,23 @@ fn image(series: &str) -> Option<(PathBuf, PathBuf)> {
 
 /// The guest's blank virtual disk, the tier: its size, the write rate QEMU holds it to
 /// (a device slower than the tenants grow, where one is wanted), and whether it is an
-/// NVMe drive (`/dev/nvme0n1`, with a health log) rather than virtio's `/dev/vda`.
+/// NVMe drive (`/dev/nvme0n1`, whose health log raises these critical warning bits)
+/// rather than virtio's `/dev/vda`.
 #[derive(Clone, Copy)]
 struct Disk {
     mib: u64,
     write_bytes_per_sec: Option<u64>,
-    nvme: bool,
+    nvme_warning: Option<u8>,
 }
 
 fn disk(mib: u64) -> Disk {
-    Disk { mib, write_bytes_per_sec: None, nvme: false }
+    Disk { mib, write_bytes_per_sec: None, nvme_warning: None }
 }
 
 impl Disk {
     /// The kernel's name for it in the guest.
     fn name(&self) -> &'static str {
-        if self.nvme { "nvme0n1" } else { "vda" }
+        if self.nvme_warning.is_some() { "nvme0n1" } else { "vda" }
     }
 }
 
@@ -69,7 +70,7 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
         // The root file system in ramfs, never swapped: on tmpfs the guest's binaries
         // could go to the tier, and the fault checks' failing tier then broke an exec.
         .args(["-append", &format!("console=ttyS0 panic=-1 quiet rootfstype=ramfs {check}")])
-        .args(drive_args(&disk, vda.nvme, &throttle))
+        .args(drive_args(&disk, vda.nvme_warning, &throttle))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -93,14 +94,17 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
     reader.join().unwrap()
 }
 
-/// QEMU's arguments that attach `image` as a virtio disk or an NVMe drive.
-fn drive_args(image: &Path, nvme: bool, throttle: &str) -> Vec<String> {
+/// QEMU's arguments that attach `image` as a virtio disk or an NVMe drive (whose
+/// health log raises the critical warning bits `nvme_warning`).
+fn drive_args(image: &Path, nvme_warning: Option<u8>, throttle: &str) -> Vec<String> {
     let file = format!("file={},format=raw{throttle}", image.display());
-    if nvme {
-        let drive = format!("{file},if=none,id=tier");
-        vec!["-drive".into(), drive, "-device".into(), "nvme,serial=tierd-tier,drive=tier".into()]
-    } else {
-        vec!["-drive".into(), format!("{file},if=virtio")]
+    match nvme_warning {
+        Some(bits) => {
+            let drive = format!("{file},if=none,id=tier");
+            let device = format!("nvme,serial=tierd-tier,drive=tier,smart_critical_warning={bits}");
+            vec!["-drive".into(), drive, "-device".into(), device]
+        }
+        None => vec!["-drive".into(), format!("{file},if=virtio")],
     }
 }
 
@@ -277,21 +281,29 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tie
     Some(log)
 }
 
-/// Under dm-crypt, the tier's NVMe drive is found and its own health log read (QEMU's
-/// drive is new: no life used, no warning); a virtio disk has no such log.
+/// Under dm-crypt, the tier's NVMe drive is found and its own health log read: QEMU's
+/// drive is new (no life used) and raises the warning bits it was given, which turn the
+/// wear check red and are named; a virtio disk has no such log.
 fn drive_health_is_read_where_the_tier_is_nvme(tier: Disk, status: &Value, log: &str) {
     let drive = &status["tier"]["wear"]["drive"];
-    if !tier.nvme {
+    let Some(bits) = tier.nvme_warning else {
         assert!(drive.is_null(), "{drive:#}");
         return;
-    }
-    assert_eq!((drive["percentage_used"].as_u64(), drive["critical_warning"].as_u64()), (Some(0), Some(0)), "{log}");
+    };
+    assert_eq!(drive["percentage_used"].as_u64(), Some(0), "{drive:#}\n{log}");
+    assert_eq!(drive["critical_warning"].as_u64(), Some(u64::from(bits)), "{drive:#}\n{log}");
     // Written over the drive's life, by the guest alone: at most its size a few times over.
     let written = drive["written_bytes"].as_u64().unwrap_or(u64::MAX);
     assert!(written <= 4 * tier.mib * MIB, "{drive:#}");
-    let health = status["health"].as_array().into_iter().flatten().find(|c| c["name"] == "tier_wear");
-    let said = health.and_then(|c| c["message"].as_str()).unwrap_or("");
+    let check = status["health"].as_array().into_iter().flatten().find(|c| c["name"] == "tier_wear");
+    let check = check.unwrap_or_else(|| panic!("a tier_wear check: {:#}\n{log}", status["health"]));
+    let said = check["message"].as_str().unwrap_or("");
     assert!(said.contains("0% of its rated life used (NVMe health log)"), "{said}\n{log}");
+    if bits & 0b100 != 0 {
+        assert_eq!(check["colour"], "red", "{check:#}");
+        assert!(said.contains("warns: reliability degraded"), "{said}");
+        assert!(check["advice"].as_str().is_some_and(|a| a.contains("replace it")), "{check:#}");
+    }
     eprintln!("NVMe drive health log: {drive}; {said}");
 }
 
@@ -324,7 +336,8 @@ fn an_adopted_cgroup_is_tiered_and_released_as_it_was(console: &str, log: &str) 
 fn on_cgroup_v2_in_a_6_12_guest_tenants_are_tiered_to_a_block_device_or_kept_off_it_and_keep_every_page() {
     // Sampling: under this check's 3x overcommit DAMON read 0.02-0.05 MiB of the 32 MiB
     // hot set in about half the runs (open); its own check reads it within 15%.
-    let nvme = Disk { nvme: true, ..disk(512) };
+    // Its drive says its reliability is degraded (bit 2): health red, tiering goes on.
+    let nvme = Disk { nvme_warning: Some(0b100), ..disk(512) };
     let Some(log) = tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page("6.12", nvme) else { return };
     assert!(!log.contains("this kernel: PAGEMAP_SCAN"), "6.12 has the ioctl: no start-up note: {log}");
 }
@@ -600,7 +613,7 @@ fn in_a_6_12_guest_a_tenant_that_outgrows_dram_and_the_tier_ends_in_its_own_cgro
 
 /// The slow tier of the outgrow check's `slow` variant: 256 MiB written at 2 MiB/s, under
 /// half of what the check writes to an unthrottled disk (over 4 MiB/s for a whole run).
-const SLOW_TIER: Disk = Disk { mib: 256, write_bytes_per_sec: Some(2 * MIB), nvme: false };
+const SLOW_TIER: Disk = Disk { mib: 256, write_bytes_per_sec: Some(2 * MIB), nvme_warning: None };
 
 /// A tenant that outgrows DRAM but fits with the tier, which takes its pages slower
 /// than it grows (scripts/guest-outgrow.sh `slow`): throttled, never killed, and every
