@@ -2,24 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A health colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Colour {
-    Green,
-    Yellow,
-    Red,
-}
-
-impl std::fmt::Display for Colour {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Colour::Green => "green",
-            Colour::Yellow => "yellow",
-            Colour::Red => "red",
-        })
-    }
-}
+pub use crate::colour::Colour;
 
 /// Active memory as a share of the DRAM budget: below 50% green, 50–75% yellow, above
 /// 75% red. Above half, tier-1 traffic starts to cost tenants noticeably.

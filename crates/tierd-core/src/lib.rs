@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod admission;
+pub mod colour;
 pub mod config;
 pub mod drain;
 pub mod estimates;

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::health::Colour;
+use crate::colour::Colour;
 
 /// The rate is judged over this span, once this much has been measured.
 pub const JUDGED_SECS: f64 = 3600.0;
