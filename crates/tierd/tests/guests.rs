@@ -59,7 +59,6 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
     let dir = tempfile::tempdir().unwrap();
     let disk = dir.path().join("vda.img");
     std::fs::File::create(&disk).unwrap().set_len(vda.mib * MIB).unwrap();
-    let throttle = vda.write_bytes_per_sec.map(|b| format!(",throttling.bps-write={b}")).unwrap_or_default();
     let mut qemu = Command::new("qemu-system-x86_64")
         .args(["-machine", "pc", "-accel", "tcg,tb-size=64", "-smp", "1", "-m", "320M"])
         .args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"])
@@ -70,7 +69,7 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
         // The root file system in ramfs, never swapped: on tmpfs the guest's binaries
         // could go to the tier, and the fault checks' failing tier then broke an exec.
         .args(["-append", &format!("console=ttyS0 panic=-1 quiet rootfstype=ramfs {check}")])
-        .args(drive_args(&disk, vda.nvme_warning, &throttle))
+        .args(drive_args(&disk, vda))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -94,11 +93,12 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
     reader.join().unwrap()
 }
 
-/// QEMU's arguments that attach `image` as a virtio disk or an NVMe drive (whose
-/// health log raises the critical warning bits `nvme_warning`).
-fn drive_args(image: &Path, nvme_warning: Option<u8>, throttle: &str) -> Vec<String> {
+/// QEMU's arguments that attach `image` as the disk `vda` describes: virtio, or an NVMe
+/// drive whose health log raises its warning bits; throttled where it has a rate.
+fn drive_args(image: &Path, vda: Disk) -> Vec<String> {
+    let throttle = vda.write_bytes_per_sec.map(|b| format!(",throttling.bps-write={b}")).unwrap_or_default();
     let file = format!("file={},format=raw{throttle}", image.display());
-    match nvme_warning {
+    match vda.nvme_warning {
         Some(bits) => {
             let drive = format!("{file},if=none,id=tier");
             let device = format!("nvme,serial=tierd-tier,drive=tier,smart_critical_warning={bits}");
