@@ -47,6 +47,10 @@ pub struct Waits {
     logged: Option<f64>,
     /// The OOM killer was let act on the tenant.
     pub gave_up: bool,
+    /// Given up, but its limit could not yet be pinned at what it holds: until it is, a
+    /// tenant with no quota of its own waits at the group's limit, where no killer acts.
+    #[serde(default)]
+    pub pin_pending: bool,
     /// Whether its reclaim moves anything (v2).
     #[serde(skip)]
     pub reclaim: ReclaimProgress,
@@ -88,6 +92,7 @@ impl Waits {
         if !waiting {
             self.since = None;
             self.limit_hits = None;
+            self.pin_pending = false;
             return if std::mem::take(&mut self.gave_up) { Step::Recovered } else { Step::Nothing };
         }
         let since = *self.since.get_or_insert(now);

@@ -42,8 +42,9 @@ pub struct FakeCgroups {
     pub procs: Vec<(String, Vec<u32>)>,
     pub settings: Settings,
     pub base: PathBuf,
-    /// Limit writes fail, as a v1 limit below usage does where reclaim frees nothing.
-    pub refuse_limits: bool,
+    /// How many limit writes fail before one is taken, as a v1 limit below usage does
+    /// where reclaim frees nothing.
+    pub refuse_limits: AtomicU64,
 }
 
 impl FakeCgroups {
@@ -79,7 +80,8 @@ impl MemoryController for FakeCgroups {
         self.record(Write::Remove(rel.to_string()))
     }
     fn set_limit(&self, rel: &str, limit: Option<u64>) -> Result<(), CgroupError> {
-        if self.refuse_limits {
+        let refuse = |n: u64| n.checked_sub(1);
+        if self.refuse_limits.fetch_update(Ordering::Relaxed, Ordering::Relaxed, refuse).is_ok() {
             return Err(CgroupError::Escape(format!("{rel}: limit refused by the test")));
         }
         self.record(Write::Limit(rel.to_string(), limit))

@@ -27,64 +27,80 @@ impl Engine {
         }
         let group = self.group_rel();
         let group_waits = waits_in_vain(self.cg.as_ref(), &group, &mut self.group_reclaim);
-        if group_waits {
-            // v1's group keeps a page: its raised limit is not written back (see below).
-            let wake = if v2 { cgroup::Wake::Room(limit_margin(self.cfg.dram_budget)) } else { cgroup::Wake::Page };
-            match self.cg.release_waiters(&group, wake) {
-                // v2's room is recorded, so the next pass writes the planned limit back
-                // (v1's page is left: writing it back would reclaim where reclaim fails).
-                Ok(raised) if v2 => self.group_limit = raised.or(self.group_limit),
-                Ok(_) => {}
-                Err(e) => self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}")),
-            }
-        }
         let (now, grace, every) = (now_secs(), self.cfg.oom_grace.as_secs_f64(), self.cfg.interval.as_secs_f64());
         let tier_full = tierd_core::waits::tier_full(self.tier_view.size_bytes, self.tier_view.used_bytes);
         for (name, waiting) in waits {
-            let rel = self.tenant_rel(&name);
             let t = self.tenants.get_mut(&name).expect("listed above");
             let step = t.waits.observe(now, waiting, tier_full, grace, every);
-            let (quota, held) = (show_quota(t.quota), human(t.measure.dram + t.measure.tier));
             if waiting {
                 t.count_error("waited at its quota");
             }
-            let msg = match step {
-                Step::Nothing => None,
-                // Once the OOM killer may act, a page: room would undo the pinned limit.
-                Step::Wake { log } => match self.cg.release_waiters(&rel, wake_for(&t.waits, t.measure.dram)) {
+            if let Some(msg) = self.act_on_wait(&name, step, v2) {
+                self.events.warn(Some(name.as_str()), msg);
+            }
+        }
+        // The group's waiters are woken last: a task woken first would charge a page
+        // while a given-up tenant's limit is pinned at what it holds, failing the pin.
+        if group_waits {
+            self.wake_group(&group, v2);
+        }
+    }
+
+    /// What is done for one tenant's wait, and what is said of it.
+    fn act_on_wait(&mut self, name: &TenantName, step: Step, v2: bool) -> Option<String> {
+        let rel = self.tenant_rel(name);
+        let grace = self.cfg.oom_grace.as_secs_f64();
+        let t = self.tenants.get_mut(name).expect("a running tenant");
+        let (quota, held) = (show_quota(t.quota), human(t.measure.dram + t.measure.tier));
+        match step {
+            Step::Nothing => None,
+            // Once the OOM killer may act, a page: room would undo the pinned limit.
+            Step::Wake { log } => {
+                let pinned = repin(self.cg.as_ref(), &rel, t);
+                match self.cg.release_waiters(&rel, wake_for(&t.waits, t.measure.dram)) {
                     Ok(raised) => {
                         // Recorded apart from the quota, so the next pass writes the quota back.
                         t.room = raised.or(t.room);
-                        log.then(|| woken(v2, &quota, raised))
+                        pinned.or(log.then(|| woken(v2, &quota, raised)))
                     }
                     Err(e) => log.then(|| format!("waits at its quota and cannot be woken: {e}")),
-                },
-                // Its own limit pinned at what it holds, the next charge fails in its own
-                // group, where the OOM killer is let act (at the group limit the kernel
-                // would pick among all tenants); that wakes the waiters too.
-                Step::GiveUp => {
-                    // Pinning can fail (a charge raced the read, and a v1 limit below usage
-                    // reclaims in the write): it then waits at its own limit, which serves too.
-                    let pinned = pin_limit(self.cg.as_ref(), &rel, t);
-                    Some(match self.cg.set_oom_killer(&rel, true) {
-                        Ok(()) => format!(
-                            "waited at its quota {quota} for {grace:.0} s with reclaim making no progress and the tier \
-                             full: it holds {held}, more than DRAM and the tier can take; the kernel's OOM killer may now \
-                             act on it{}",
-                            pinned.err().map(|e| format!(" (at its limit as it was: {e})")).unwrap_or_default()
-                        ),
-                        Err(e) => format!("waited {grace:.0} s at its quota and the OOM killer cannot be let act: {e}"),
-                    })
                 }
-                Step::Recovered => {
-                    let _ = self.cg.set_oom_killer(&rel, false);
-                    let _ = self.cg.set_ceiling(&rel, Some(tierd_core::waits::ceiling(self.cfg.dram_budget)));
-                    Some("no longer waits at its quota: the OOM killer is off again".to_string())
-                }
-            };
-            if let Some(msg) = msg {
-                self.events.warn(Some(name.as_str()), msg);
             }
+            // Its own limit pinned at what it holds, the next charge fails in its own
+            // group, where the OOM killer is let act (at the group limit the kernel
+            // would pick among all tenants); that wakes the waiters too.
+            Step::GiveUp => {
+                // Pinning can fail (a charge raced the read, and a v1 limit below usage
+                // reclaims in the write): it is tried again at every later look.
+                let pinned = pin_limit(self.cg.as_ref(), &rel, t);
+                t.waits.pin_pending = pinned.is_err();
+                Some(match self.cg.set_oom_killer(&rel, true) {
+                    Ok(()) => format!(
+                        "waited at its quota {quota} for {grace:.0} s with reclaim making no progress and the tier \
+                         full: it holds {held}, more than DRAM and the tier can take; the kernel's OOM killer may now \
+                         act on it{}",
+                        pinned.err().map(|e| format!(" (at its limit as it was: {e})")).unwrap_or_default()
+                    ),
+                    Err(e) => format!("waited {grace:.0} s at its quota and the OOM killer cannot be let act: {e}"),
+                })
+            }
+            Step::Recovered => {
+                let _ = self.cg.set_oom_killer(&rel, false);
+                let _ = self.cg.set_ceiling(&rel, Some(tierd_core::waits::ceiling(self.cfg.dram_budget)));
+                Some("no longer waits at its quota: the OOM killer is off again".to_string())
+            }
+        }
+    }
+
+    /// Wakes the tasks waiting at the group limit: v2 gets room, v1's group keeps a page
+    /// (its raised limit is not written back: that would reclaim where reclaim fails).
+    fn wake_group(&mut self, group: &str, v2: bool) {
+        let wake = if v2 { cgroup::Wake::Room(limit_margin(self.cfg.dram_budget)) } else { cgroup::Wake::Page };
+        match self.cg.release_waiters(group, wake) {
+            // v2's room is recorded, so the next pass writes the planned limit back.
+            Ok(raised) if v2 => self.group_limit = raised.or(self.group_limit),
+            Ok(_) => {}
+            Err(e) => self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}")),
         }
     }
 
@@ -182,12 +198,33 @@ fn woken(v2: bool, quota: &str, raised: Option<u64>) -> String {
 }
 
 /// Sets a cgroup's limit to what it holds now and records it as its quota (so the next
-/// plan's write, whatever it is, counts as a change and is applied).
+/// plan's write, whatever it is, counts as a change and is applied). A charge between
+/// the read and the write makes the write fail (EBUSY on v1), so it reads again, thrice.
 pub(super) fn pin_limit(cg: &dyn MemoryController, rel: &str, t: &mut Tenant) -> Result<(), cgroup::CgroupError> {
-    let held = cg.stats(rel)?.usage;
-    cg.set_limit(rel, Some(held))?;
-    t.quota_written(Some(held));
-    Ok(())
+    let mut tries = 0;
+    loop {
+        let held = cg.stats(rel)?.usage;
+        match cg.set_limit(rel, Some(held)) {
+            Ok(()) => {
+                t.quota_written(Some(held));
+                return Ok(());
+            }
+            Err(e) if tries >= 2 => return Err(e),
+            Err(_) => tries += 1,
+        }
+    }
+}
+
+/// A given-up tenant whose pin failed is pinned again; says so once it holds.
+fn repin(cg: &dyn MemoryController, rel: &str, t: &mut Tenant) -> Option<String> {
+    if !t.waits.pin_pending || pin_limit(cg, rel, t).is_err() {
+        return None;
+    }
+    t.waits.pin_pending = false;
+    Some(format!(
+        "its limit is now pinned at what it holds, {}: the kernel's OOM killer acts at its next charge",
+        show_quota(t.quota)
+    ))
 }
 
 #[cfg(test)]
@@ -296,20 +333,31 @@ mod waiters {
     }
 
     #[test]
-    fn a_tenant_given_up_has_the_oom_killer_let_act_even_where_its_limit_cannot_be_pinned() {
+    fn a_tenant_given_up_whose_limit_cannot_be_pinned_yet_is_pinned_at_a_later_look() {
         let dir = tempfile::tempdir().unwrap();
         let waiting = vec![DB.to_string()];
-        let cg = Arc::new(FakeCgroups { usage: 64 * MIB, waiting, refuse_limits: true, ..FakeCgroups::default() });
+        // The give-up's three tries fail (charges racing each read), the next look's holds.
+        let cg = Arc::new(FakeCgroups { usage: 64 * MIB, waiting, refuse_limits: 3.into(), ..FakeCgroups::default() });
         let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
-        let db = fixture::add_tenant(&mut e, "db", Some(64 * MIB), 64 * MIB);
+        let db = fixture::add_tenant(&mut e, "db", None, 64 * MIB);
         // It has waited through the grace (60 s by default) and the tier is full.
         db.waits.since = Some(now_secs() - 3600.0);
         e.tier_view.used_bytes = e.tier_view.size_bytes;
         e.release_waiters();
-        assert!(e.tenants[&"db".parse::<TenantName>().unwrap()].waits.gave_up);
+        let db = &e.tenants[&"db".parse::<TenantName>().unwrap()];
+        assert!(db.waits.gave_up && db.waits.pin_pending);
         assert_eq!(*cg.writes.lock().unwrap(), [Write::OomKiller(DB.into(), true)], "the pin failed, the killer is on");
         let said = fixture::said(&e);
         assert!(said.iter().any(|m| m.contains("OOM killer may now act on it (at its limit as it was")), "{said:?}");
+        // With no quota of its own it waits at the group's limit, where no killer acts:
+        // the pin is tried again.
+        e.release_waiters();
+        assert_eq!(cg.limits_of(DB), [Some(64 * MIB)], "pinned at what it holds");
+        assert!(!e.tenants[&"db".parse::<TenantName>().unwrap()].waits.pin_pending);
+        let said = fixture::said(&e);
+        assert!(said.iter().any(|m| m.contains("its limit is now pinned at what it holds, 64 MiB")), "{said:?}");
+        e.release_waiters();
+        assert_eq!(cg.limits_of(DB).len(), 1, "pinned once");
     }
 
     #[test]
