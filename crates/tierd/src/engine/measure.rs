@@ -6,9 +6,6 @@ use crate::tenant::Measure;
 use tierd_sys::cgroup::Pressure;
 use tierd_sys::procfs::DiskStats;
 
-/// How often the tier drive's health log is read: it moves by the day.
-const DRIVE_LOG_EVERY: Duration = Duration::from_secs(60);
-
 impl Engine {
     /// Updates each tenant's processes and notices exits.
     pub(super) fn reap(&mut self) {
@@ -272,20 +269,24 @@ impl Engine {
         self.read_drive_health();
     }
 
-    /// The tier's NVMe drive's own health log, once a minute (an admin command to the
-    /// drive); a failed read is said once and its last good answer dropped.
+    /// The tier's NVMe drive's own health log, read once a minute on a thread of its
+    /// own (`drive::DriveWatch`), started for the tier's drive and ended with it.
     fn read_drive_health(&mut self) {
-        let Some(dev) = self.tier.as_ref().and_then(|t| t.drive.clone()) else { return };
-        if self.drive_health.as_ref().is_some_and(|(at, _)| at.elapsed() < DRIVE_LOG_EVERY) {
-            return;
+        let dev = self.tier.as_ref().and_then(|t| t.drive.clone());
+        if self.drive.as_ref().map(|w| w.device()) != dev.as_deref() {
+            self.drive = dev.and_then(|dev| match drive::DriveWatch::start(&dev) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    self.events.warn(None, format!("cannot start reading the tier drive's health log: {e}"));
+                    None
+                }
+            });
         }
-        let read = tierd_sys::nvme::smart_log(&dev).map(|log| tierd_core::wear::DriveHealth::from_smart_log(&log));
-        let read = read.map_err(|e| e.to_string());
-        let said_before = self.drive_health.as_ref().is_some_and(|(_, r)| r.is_err());
-        if let (Err(e), false) = (&read, said_before) {
-            self.events.warn(None, format!("cannot read the tier drive's health log from {}: {e}", dev.display()));
+        let Some(w) = self.drive.as_mut() else { return };
+        if let Some(said) = w.look() {
+            let words = said.words(w.device());
+            self.events.warn(None, words);
         }
-        self.drive_health = Some((Instant::now(), read));
     }
 
     /// Counts failed swap I/O on the tier in the kernel's log. At the first, every tenant is

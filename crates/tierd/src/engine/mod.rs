@@ -15,6 +15,7 @@
 //! Adopted tenants keep the cgroups they were found in (see `adopt`).
 
 mod adopt;
+mod drive;
 mod enforce;
 #[cfg(test)]
 mod fixture;
@@ -129,8 +130,8 @@ pub struct Engine {
     tier_faults: TierFaults,
     /// Bytes written to the tier device, for its wear.
     tier_writes: tierd_core::wear::WriteLog,
-    /// The tier's NVMe drive's health log, when last read (once a minute).
-    drive_health: Option<(Instant, Result<tierd_core::wear::DriveHealth, String>)>,
+    /// The tier's NVMe drive's health log, read on a thread of its own.
+    drive: Option<drive::DriveWatch>,
     _lock: File,
 }
 
@@ -172,7 +173,7 @@ impl Engine {
             kernel_log,
             tier_faults: TierFaults::default(),
             tier_writes: Default::default(),
-            drive_health: None,
+            drive: None,
             damon: None,
             group_reclaim: Default::default(),
             _lock: lock,

@@ -75,7 +75,7 @@ impl Engine {
     fn tier_wear(&self) -> Wear {
         let drive = self.cfg.tier.drive_size.or(self.tier.as_ref().and_then(|t| t.disk_bytes));
         let rated = self.cfg.tier.dwpd.zip(drive).map(|(dwpd, bytes)| dwpd * bytes as f64);
-        let drive = self.drive_health.as_ref().and_then(|(_, read)| read.as_ref().ok().copied());
+        let drive = self.drive.as_ref().and_then(|w| w.health());
         Wear { drive, ..self.tier_writes.wear(now_secs(), rated) }
     }
 
