@@ -202,30 +202,50 @@ pub struct SwapLayout {
     pub swapped_pages: u32,
     pub runs: u32,
     pub present_pages: u32,
+    /// Swapped pages in runs of at least [`SwapLayout::LONG_RUN`] slots: what reads
+    /// back at sequential speed, whatever a few stray pages do to the mean run.
+    pub long_run_pages: u32,
 }
 
 impl SwapLayout {
+    /// A run this long (256 KiB) is read back in large sequential requests.
+    pub const LONG_RUN: u32 = 64;
+
     /// From raw pagemap entries (bit 63 present; bit 62 swapped; bits 0–4 the swap
     /// area, 5–54 the slot).
     pub fn of(entries: &[u64]) -> SwapLayout {
         let mut out = SwapLayout::default();
         let mut prev: Option<u64> = None;
+        let mut run = 0;
         for &e in entries {
             if e >> 63 == 1 {
                 out.present_pages += 1;
             }
-            if e >> 62 & 1 == 0 {
-                prev = None;
-                continue;
+            let slot = (e >> 62 & 1 == 1).then_some(e & ((1 << 55) - 1));
+            if slot.is_none() || prev != slot.map(|s| s.wrapping_sub(1 << 5)) {
+                out.end_run(run);
+                run = 0;
             }
-            let slot = e & ((1 << 55) - 1);
-            out.swapped_pages += 1;
-            if prev != Some(slot.wrapping_sub(1 << 5)) {
-                out.runs += 1;
+            prev = slot;
+            if slot.is_some() {
+                out.swapped_pages += 1;
+                out.runs += u32::from(run == 0);
+                run += 1;
             }
-            prev = Some(slot);
         }
+        out.end_run(run);
         out
+    }
+
+    fn end_run(&mut self, len: u32) {
+        if len >= Self::LONG_RUN {
+            self.long_run_pages += len;
+        }
+    }
+
+    /// The share of its swapped pages that lie in long runs.
+    pub fn long_run_share(&self) -> f64 {
+        self.long_run_pages as f64 / self.swapped_pages.max(1) as f64
     }
 }
 
@@ -327,10 +347,19 @@ mod tests {
             swapped(0, 7),
             swapped(1, 8),
         ];
-        assert_eq!(SwapLayout::of(&e), SwapLayout { swapped_pages: 7, runs: 4, present_pages: 1 });
+        assert_eq!(SwapLayout::of(&e), SwapLayout { swapped_pages: 7, runs: 4, present_pages: 1, long_run_pages: 0 });
         assert_eq!(SwapLayout::of(&[present, 0]), SwapLayout { present_pages: 1, ..SwapLayout::default() });
         let one_run: Vec<u64> = (100..612).map(|s| swapped(2, s)).collect();
-        assert_eq!(SwapLayout::of(&one_run), SwapLayout { swapped_pages: 512, runs: 1, present_pages: 0 });
+        let whole = SwapLayout { swapped_pages: 512, runs: 1, present_pages: 0, long_run_pages: 512 };
+        assert_eq!(SwapLayout::of(&one_run), whole);
+        // A laid-out region with a resident page in it and a stray slot: runs of 63, 59
+        // and 1 are short, the 388 after them long.
+        let mut e: Vec<u64> = (0..512).map(|s| swapped(0, s)).collect();
+        e[63] = present;
+        e[123] = swapped(0, 9000);
+        let l = SwapLayout::of(&e);
+        assert_eq!((l.swapped_pages, l.runs, l.long_run_pages), (511, 4, 388));
+        assert!((l.long_run_share() - 388.0 / 511.0).abs() < 1e-9);
     }
 
     /// A fresh private anonymous mapping of `len` bytes; the test unmaps it.
