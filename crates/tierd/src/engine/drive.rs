@@ -3,7 +3,7 @@
 //! the control loop must never do.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use tierd_core::wear::DriveHealth;
@@ -64,21 +64,14 @@ impl DriveWatch {
     /// and a drive that stopped answering (once, dropping its last answer).
     pub fn look(&mut self) -> Option<Said> {
         let mut said = None;
-        loop {
-            match self.answers.try_recv() {
-                Ok(answer) => {
-                    let failed_before = matches!(self.last, Some(Err(_)));
-                    if let (Err(e), false) = (&answer, failed_before) {
-                        said = Some(Said::Failed(e.clone()));
-                    }
-                    self.last = Some(answer);
-                    self.heard_at = Instant::now();
-                }
-                Err(TryRecvError::Empty) => break,
-                // The thread cannot end while the watch holds the receiver; were it to
-                // panic, the drive is simply no longer heard from.
-                Err(TryRecvError::Disconnected) => break,
+        // Empty, or (were the thread to panic) disconnected: the drive is then no longer heard.
+        while let Ok(answer) = self.answers.try_recv() {
+            let failed_before = matches!(self.last, Some(Err(_)));
+            if let (Err(e), false) = (&answer, failed_before) {
+                said = Some(Said::Failed(e.clone()));
             }
+            self.last = Some(answer);
+            self.heard_at = Instant::now();
         }
         let silent = self.heard_at.elapsed();
         if silent >= self.stale_after && self.last.take().is_some() {

@@ -272,9 +272,9 @@ impl Engine {
     /// The tier's NVMe drive's own health log, read once a minute on a thread of its
     /// own (`drive::DriveWatch`), started for the tier's drive and ended with it.
     fn read_drive_health(&mut self) {
-        let dev = self.tier.as_ref().and_then(|t| t.drive.clone());
-        if self.drive.as_ref().map(|w| w.device()) != dev.as_deref() {
-            self.drive = dev.and_then(|dev| match drive::DriveWatch::start(&dev) {
+        let dev = self.tier.as_ref().and_then(|t| t.drive.as_deref());
+        if self.drive.as_ref().map(|w| w.device()) != dev {
+            self.drive = dev.and_then(|dev| match drive::DriveWatch::start(dev) {
                 Ok(w) => Some(w),
                 Err(e) => {
                     self.events.warn(None, format!("cannot start reading the tier drive's health log: {e}"));
