@@ -51,7 +51,6 @@ impl Engine {
         let rel = self.tenant_rel(name);
         let grace = self.cfg.oom_grace.as_secs_f64();
         let t = self.tenants.get_mut(name).expect("a running tenant");
-        let (quota, held) = (show_quota(t.quota), human(t.measure.dram + t.measure.tier));
         match step {
             Step::Nothing => None,
             // Once the OOM killer may act, a page: room would undo the pinned limit.
@@ -61,9 +60,9 @@ impl Engine {
                     Ok(raised) => {
                         // Recorded apart from the quota, so the next pass writes the quota back.
                         t.room = raised.or(t.room);
-                        pinned.or(log.then(|| woken(v2, &quota, raised)))
+                        pinned.or(log.then(|| woken(v2, &show_quota(t.quota), raised)))
                     }
-                    Err(e) => log.then(|| format!("waits at its quota and cannot be woken: {e}")),
+                    Err(e) => pinned.or(log.then(|| format!("waits at its quota and cannot be woken: {e}"))),
                 }
             }
             // Its own limit pinned at what it holds, the next charge fails in its own
@@ -72,6 +71,7 @@ impl Engine {
             Step::GiveUp => {
                 // Pinning can fail (a charge raced the read, and a v1 limit below usage
                 // reclaims in the write): it is tried again at every later look.
+                let (quota, held) = (show_quota(t.quota), human(t.measure.dram + t.measure.tier));
                 let pinned = pin_limit(self.cg.as_ref(), &rel, t);
                 t.waits.pin_pending = pinned.is_err();
                 Some(match self.cg.set_oom_killer(&rel, true) {
