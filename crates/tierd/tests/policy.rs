@@ -319,7 +319,7 @@ fn an_idle_tenant_is_seen_at_rest_within_seconds_and_its_hot_set_is_back_soon_af
     d.run_workload(
         "sleepy",
         &["--size", "384M"],
-        // Its last phase outlasts the 80 s of polling below.
+        // Its last phase outlasts the 76 s of polling below, counted from its fill.
         &["--size", "384M", "--hot", "192M", "--phase", "active:26s,idle:34s,active:30s", "--json", "--report", "1s"],
     );
     d.run_workload(
@@ -331,7 +331,11 @@ fn an_idle_tenant_is_seen_at_rest_within_seconds_and_its_hot_set_is_back_soon_af
         // to settle, whole to one: `hot_sets_that_do_not_fit_are_given_whole_to_those_that_fit`.)
         &["--size", "512M", "--hot", "400M", "--phase", "active:56s,idle:30s", "--json", "--report", "5s"],
     );
-    std::thread::sleep(Duration::from_secs(22));
+    // Its phases start once it has filled, which beside the busy tenant's fill and other
+    // load can take tens of seconds (one run saw no idle phase in 80 s from the start):
+    // the polling starts 18 s into its first active phase.
+    d.wait_filled("sleepy", Duration::from_secs(150));
+    std::thread::sleep(Duration::from_secs(18));
     let mut samples: Vec<(f64, f64, bool)> = Vec::new();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(58) {
