@@ -84,6 +84,7 @@ cp scripts/guest-fault.sh "$root/bin/guest-fault"
 cp scripts/guest-marker.sh "$root/bin/guest-marker"
 cp scripts/guest-damon.sh "$root/bin/guest-damon"
 cp scripts/guest-outgrow.sh "$root/bin/guest-outgrow"
+cp scripts/guest-cache.sh "$root/bin/guest-cache"
 cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
@@ -104,6 +105,8 @@ case " $(cat /proc/cmdline) " in
   *" tierd.check=damon "*) sh /bin/guest-damon ;;
   *" tierd.check=outgrow "*) sh /bin/guest-outgrow ;;
   *" tierd.check=outgrow-slow "*) sh /bin/guest-outgrow slow ;;
+  *" tierd.check=cache "*) sh /bin/guest-cache ;;
+  *" tierd.check=cache-none "*) sh /bin/guest-cache none ;;
   *) sh /bin/guest-check ;;
 esac
 poweroff -f

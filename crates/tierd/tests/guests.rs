@@ -56,9 +56,26 @@ impl Disk {
 /// (`tierd.check=fault` and `write-fault` run scripts/guest-fault.sh); returns its console
 /// output. Killed (by its PID) after `timeout`.
 fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration) -> String {
+    boot_with_data(kernel, initrd, vda, None, check, timeout)
+}
+
+/// As [`boot`], with a second blank virtio disk of `data_mib` MiB (`/dev/vdb`) where asked.
+fn boot_with_data(
+    kernel: &Path,
+    initrd: &Path,
+    vda: Disk,
+    data_mib: Option<u64>,
+    check: &str,
+    timeout: Duration,
+) -> String {
     let dir = tempfile::tempdir().unwrap();
     let disk = dir.path().join("vda.img");
     std::fs::File::create(&disk).unwrap().set_len(vda.mib * MIB).unwrap();
+    let data = data_mib.map(|mib| {
+        let path = dir.path().join("vdb.img");
+        std::fs::File::create(&path).unwrap().set_len(mib * MIB).unwrap();
+        vec!["-drive".to_string(), format!("file={},format=raw,if=virtio", path.display())]
+    });
     let mut qemu = Command::new("qemu-system-x86_64")
         .args(["-machine", "pc", "-accel", "tcg,tb-size=64", "-smp", "1", "-m", "320M"])
         .args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"])
@@ -70,6 +87,7 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
         // could go to the tier, and the fault checks' failing tier then broke an exec.
         .args(["-append", &format!("console=ttyS0 panic=-1 quiet rootfstype=ramfs {check}")])
         .args(drive_args(&disk, vda))
+        .args(data.unwrap_or_default())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -539,7 +557,8 @@ fn in_a_6_12_guest_the_damon_tracker_measures_a_known_hot_set_and_leaves_other_k
         // The slow emulated tier holds sampling to its floor of 32 pages an interval,
         // whose stated 95% half-width here is 8-11 MiB: its readings spread 16-49 MiB
         // (two runs), so it is held to three of its own standard errors (1.5
-        // half-widths); the host's policy tests hold its larger samples to 15%.
+        // half-widths, docs/decisions/008); the host's policy tests hold its larger
+        // samples to 15%.
         let allowed = if tracker == "damon" { hot * 15 / 100 } else { (hot / 4).max(m_ci * 3 / 2) };
         assert!(
             m.abs_diff(hot) <= allowed,
@@ -645,4 +664,60 @@ fn in_a_6_12_guest_a_tenant_that_fits_with_a_slow_tier_is_throttled_never_killed
     assert!(written as f64 / secs <= 1.1 * rate, "the tier was not slow: {} MiB in {secs:.0} s\n{log}", written / MIB);
     let last = console.lines().filter_map(|l| said_by(l, "guest-outgrow", "big at")).next_back().unwrap_or("");
     eprintln!("big fitted: {} MiB written to the tier in {secs:.0} s; last seen at {last}", written / MIB);
+}
+
+/// One look of scripts/guest-cache.sh at the reader's cgroup: a `KEY VALUE` list.
+fn look_value(look: &str, key: &str) -> Option<u64> {
+    let mut words = look.split_whitespace();
+    while let Some(word) = words.next() {
+        if word == key {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// A tenant whose memory is page cache, on v2 (scripts/guest-cache.sh): it reads a
+/// 256 MiB disk over and over, having declared 16 MiB, beside a tenant with a 32 MiB
+/// hot set. Clean cache is dropped, never written to the tier; the reader reads on and
+/// is never given room in vain or killed, nor is its neighbour. That neighbour loses
+/// most of its hot set to the reader's cache all the same, under tierd as under plain
+/// swap: bench/results/page-cache-neighbour.md, printed here, not yet asserted.
+#[test]
+fn on_cgroup_v2_in_a_6_12_guest_a_page_cache_tenant_stays_off_the_tier_and_is_never_given_room_in_vain() {
+    let Some((kernel, initrd)) = image("6.12") else { return };
+    let timeout = Duration::from_secs(600);
+    let console = boot_with_data(&kernel, &initrd, disk(256), Some(256), "tierd.check=cache", timeout);
+    let log: String = console.lines().filter(|l| l.starts_with("guest-cache")).collect::<Vec<_>>().join("\n");
+    assert!(log.contains("guest-cache: done") && !log.contains("guest-cache: fail"), "{log}");
+    let count = |key: &str| -> u64 {
+        let said = said_by(&console, "guest-cache", key).unwrap_or_else(|| panic!("no {key}\n{log}"));
+        said.trim().parse().unwrap_or_else(|e| panic!("{key}: {e}\n{log}"))
+    };
+    assert!(count("passes after") > count("passes before"), "it read on at the shared limit\n{log}");
+    let looks: Vec<&str> = console.lines().filter_map(|l| said_by(l, "guest-cache", "look")).collect();
+    assert_eq!(looks.len(), 8, "{log}");
+    for look in &looks {
+        let swap = look_value(look, "swap").unwrap_or_else(|| panic!("swap: {look}"));
+        // Its own anonymous memory (a shell and dd's buffer) is all it could put there.
+        assert!(swap < 8 * MIB, "page cache went to the tier: {look}\n{log}");
+    }
+    let events = said_by(&console, "guest-cache", "events").unwrap_or("");
+    assert!(!events.contains("[reader] throttled at its quota"), "room given in vain: {events}");
+    let cgroup_events = said_by(&console, "guest-cache", "reader events").unwrap_or("");
+    assert_eq!(look_value(cgroup_events, "oom_kill"), Some(0), "{cgroup_events}");
+    let status: Value = serde_json::from_str(said_by(&console, "guest-cache", "status").unwrap_or("{}"))
+        .unwrap_or_else(|e| panic!("{e}\n{log}"));
+    for name in ["reader", "hot"] {
+        let t = tenant_in(&status, name, &log);
+        assert_eq!((t["state"].as_str(), t["oom_kills"].as_u64()), (Some("running"), Some(0)), "{t:#}");
+    }
+    let hot = tenant_in(&status, "hot", &log);
+    eprintln!(
+        "page-cache reader: {} passes of 256 MiB in 40 s; its neighbour read {} pages back meanwhile and holds {} MiB \
+         of DRAM for its 32 MiB hot set",
+        count("passes after") - count("passes before"),
+        count("hot faults after") - count("hot faults before"),
+        mib(&hot, "dram_bytes")
+    );
 }
