@@ -6,17 +6,13 @@
 # hot set the kernel's reclaim gives up to the cache (bench/results/page-cache-neighbour.md).
 # Lines starting "guest-cache:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-cache: $*"; }
-ctl() { tierctl --socket /run/tierd.sock "$@"; }
+# shellcheck source=scripts/guest-common.sh
+. /bin/guest-common
 say "kernel $(uname -r)"
 [ -b /dev/vda ] && [ -b /dev/vdb ] || { say "fail: no /dev/vda and /dev/vdb"; exit 0; }
 tierd --tier /dev/vda --dram-budget 96M --ratio 2 --policy "${1:-tierd}" --interval 2s --window 16s \
   --state-dir /var/lib/tierd --socket /run/tierd.sock > /tmp/tierd.log 2>&1 &
-up=no
-for _ in $(seq 60); do
-  ctl status > /dev/null 2>&1 && { up=yes; break; }
-  sleep 1
-done
-[ "$up" = yes ] || { say "fail: tierd did not come up: $(tail -n 5 /tmp/tierd.log | tr '\n' ' ')"; exit 0; }
+await_tierd /tmp/tierd.log || exit 0
 ctl run --name hot --size 64M -- /bin/tierd-bench workload --size 64M --hot 32M --phase active:600s --json --report 10s
 # Each pass prints a line when it has read the whole disk.
 ctl run --name reader --size 16M -- sh -c 'while :; do dd if=/dev/vdb of=/dev/null bs=1M 2> /dev/null; echo pass; done'

@@ -6,7 +6,8 @@
 say() { echo "guest-check: $*"; }
 # shellcheck source=scripts/guest-marker.sh
 . /bin/guest-marker
-ctl() { tierctl --socket /run/tierd.sock "$@"; }
+# shellcheck source=scripts/guest-common.sh
+. /bin/guest-common
 say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 say "doctor $(tierctl doctor --json | tr -d '\n')"
 say "kernel said $(dmesg | grep -i -e 'device-mapper' -e 'crypt' -e insmod | tail -n 5 | tr '\n' ' ')"

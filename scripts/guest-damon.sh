@@ -4,18 +4,14 @@
 # and taken back after a kill -9. Lines starting "guest-damon:" are read by
 # crates/tierd/tests/guests.rs.
 say() { echo "guest-damon: $*"; }
-ctl() { tierctl --socket /run/tierd.sock "$@"; }
+# shellcheck source=scripts/guest-common.sh
+. /bin/guest-common
 kdamonds=/sys/kernel/mm/damon/admin/kdamonds
 start_tierd() { # TRACKER
   tierd --tier /dev/vda --dram-budget 96M --ratio 3 --policy tierd --interval 2s --window 16s \
     --state-dir /var/lib/tierd --socket /run/tierd.sock --tracker "$1" >> "/tmp/tierd-$1.log" 2>&1 &
   tierd_pid=$!
-  for _ in $(seq 60); do
-    ctl status > /dev/null 2>&1 && return 0
-    sleep 1
-  done
-  say "fail: tierd --tracker $1 did not start: $(tail -n 5 "/tmp/tierd-$1.log" | tr '\n' ' ')"
-  return 1
+  await_tierd "/tmp/tierd-$1.log"
 }
 stop_tierd() {
   kill "$tierd_pid"

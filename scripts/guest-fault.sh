@@ -10,7 +10,8 @@
 #   way a worn-out flash device often fails first, while a tenant is demoted.
 # Lines starting "guest-fault:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-fault: $*"; }
-ctl() { tierctl --socket /run/tierd.sock "$@"; }
+# shellcheck source=scripts/guest-common.sh
+. /bin/guest-common
 table() { # TABLE: swaps the tier's table in place, as a failing device would change
   dmsetup load tier --table "$1" && dmsetup resume tier && say "table $(dmsetup table tier)"
 }
@@ -28,12 +29,7 @@ start_tierd() { # in a service cgroup, as systemd starts it (see guest-check.sh)
   sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/mapper/tier --tier-encrypt off --dram-budget 64M --ratio 3 --policy tierd \
     --interval 2s --window 16s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
   cg=$svc/tierd/tenants
-  for _ in $(seq 60); do
-    ctl status > /dev/null 2>&1 && return 0
-    sleep 1
-  done
-  say "fail: tierd did not come up"
-  return 1
+  await_tierd /tmp/tierd.log
 }
 
 device_fails() { # slow, then every I/O failing

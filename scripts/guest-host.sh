@@ -79,6 +79,7 @@ for name in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virti
     *) cp "$module" "$file" ;;
   esac
 done
+cp scripts/guest-common.sh "$root/bin/guest-common"
 cp scripts/guest-check.sh "$root/bin/guest-check"
 cp scripts/guest-fault.sh "$root/bin/guest-fault"
 cp scripts/guest-marker.sh "$root/bin/guest-marker"

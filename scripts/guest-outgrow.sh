@@ -10,7 +10,8 @@
 # 2 MiB/s, and big grows to 160 MiB, which DRAM and the tier hold together: reclaim lags
 # far behind its growth, and it must not be killed for that.
 say() { echo "guest-outgrow: $*"; }
-ctl() { tierctl --socket /run/tierd.sock "$@"; }
+# shellcheck source=scripts/guest-common.sh
+. /bin/guest-common
 say "kernel $(uname -r)"
 [ -b /dev/vda ] || { say "fail: no /dev/vda"; exit 0; }
 big=256M work=240s limit=180
@@ -21,12 +22,7 @@ svc=/sys/fs/cgroup/tierd.service
 mkdir $svc
 sh -c "echo \$\$ > $svc/cgroup.procs; exec tierd --tier /dev/vda --dram-budget 64M --ratio 1 --policy tierd \
   --interval 1s --oom-grace 10s --state-dir /var/lib/tierd --socket /run/tierd.sock" > /tmp/tierd.log 2>&1 &
-up=no
-for _ in $(seq 60); do
-  ctl status > /dev/null 2>&1 && { up=yes; break; }
-  sleep 1
-done
-[ "$up" = yes ] || { say "fail: tierd did not come up: $(tail -n 5 /tmp/tierd.log | tr '\n' ' ')"; exit 0; }
+await_tierd /tmp/tierd.log || exit 0
 # small runs until the guest powers off: any end seen before then is harm.
 ctl run --name small --size 16M -- /bin/tierd-bench workload --size 16M --hot 4M --phase active:3600s --json --report 10s
 ctl run --name big --size 32M -- /bin/tierd-bench workload --size $big --hot 32M --phase active:$work --json --report 10s

@@ -1,0 +1,13 @@
+# Sourced by the checks that run inside the guests of scripts/guest-host.sh (busybox
+# sh), each of which defines `say` first.
+ctl() { tierctl --socket /run/tierd.sock "$@"; }
+# Waits up to a minute for the tierd started in the background to answer; says why
+# not, with LOG's last lines, and returns 1 if it does not.
+await_tierd() { # LOG
+  for _ in $(seq 60); do
+    ctl status > /dev/null 2>&1 && return 0
+    sleep 1
+  done
+  say "fail: tierd did not come up: $(tail -n 5 "$1" | tr '\n' ' ')"
+  return 1
+}
