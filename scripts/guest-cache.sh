@@ -16,29 +16,26 @@ await_tierd /tmp/tierd.log || exit 0
 ctl run --name hot --size 64M -- /bin/tierd-bench workload --size 64M --hot 32M --phase active:600s --json --report 10s
 # Each pass prints a line when it has read the whole disk.
 ctl run --name reader --size 16M -- sh -c 'while :; do dd if=/dev/vdb of=/dev/null bs=1M 2> /dev/null; echo pass; done'
-for _ in $(seq 120); do
-  grep -q '"phase"' /var/lib/tierd/tenants/hot/stdout 2> /dev/null && break
-  sleep 1
-done
+await_filled hot
 # Once a window has passed, eight looks 5 s apart at what the reader holds and where.
 sleep 20
-r=/sys/fs/cgroup/tierd/tenants/reader
+g=/sys/fs/cgroup/tierd/tenants
+r=$g/reader h=$g/hot
 say "passes before $(grep -c pass /var/lib/tierd/tenants/reader/stdout)"
-say "hot faults before $(grep '^pgmajfault ' /sys/fs/cgroup/tierd/tenants/hot/memory.stat | cut -d' ' -f2)"
+say "hot faults before $(grep '^pgmajfault ' $h/memory.stat | cut -d' ' -f2)"
 for i in 1 2 3 4 5 6 7 8; do
   say "look $i current $(cat $r/memory.current) high $(cat $r/memory.high) swap $(cat $r/memory.swap.current) $(grep -E '^(anon|file) ' $r/memory.stat | tr '\n' ' ')"
-  h=/sys/fs/cgroup/tierd/tenants/hot
   say "hot look $i current $(cat $h/memory.current) $(grep -E '^(anon|swapcached|pgsteal|pgmajfault|workingset_refault_anon) ' $h/memory.stat | tr '\n' ' ') low-events $(grep '^low ' $h/memory.events)"
   sleep 5
 done
 say "passes after $(grep -c pass /var/lib/tierd/tenants/reader/stdout)"
-say "hot faults after $(grep '^pgmajfault ' /sys/fs/cgroup/tierd/tenants/hot/memory.stat | cut -d' ' -f2)"
+say "hot faults after $(grep '^pgmajfault ' $h/memory.stat | cut -d' ' -f2)"
 say "reader events $(tr '\n' ' ' < $r/memory.events)"
-say "protection hot $(cat /sys/fs/cgroup/tierd/tenants/hot/memory.low) reader $(cat $r/memory.low) group $(cat /sys/fs/cgroup/tierd/tenants/memory.low) limit $(cat /sys/fs/cgroup/tierd/tenants/memory.high) $(cat /sys/fs/cgroup/tierd/tenants/memory.max)"
-say "hot events $(tr '\n' ' ' < /sys/fs/cgroup/tierd/tenants/hot/memory.events)"
+say "protection hot $(cat $h/memory.low) reader $(cat $r/memory.low) group $(cat $g/memory.low) limit $(cat $g/memory.high) $(cat $g/memory.max)"
+say "hot events $(tr '\n' ' ' < $h/memory.events)"
 say "host $(grep -E '^(MemTotal|MemFree|MemAvailable|Cached|Shmem|AnonPages):' /proc/meminfo | tr -s ' ' | tr '\n' ' ') $(grep -E '^(allocstall_dma32|allocstall_normal|pgsteal_kswapd|pgsteal_direct) ' /proc/vmstat | tr '\n' ' ') tierd-low $(cat /sys/fs/cgroup/tierd/memory.low) $(cat /sys/fs/cgroup/tierd/memory.current)"
 for t in hot reader; do
-  say "$t stat $(grep -E '^(anon|file|pgsteal|pgscan|pgsteal_direct|pgsteal_kswapd|pgscan_direct|workingset_refault_anon|workingset_refault_file|pswpin|pswpout|swapcached) ' /sys/fs/cgroup/tierd/tenants/$t/memory.stat | tr '\n' ' ')"
+  say "$t stat $(grep -E '^(anon|file|pgsteal|pgscan|pgsteal_direct|pgsteal_kswapd|pgscan_direct|workingset_refault_anon|workingset_refault_file|pswpin|pswpout|swapcached) ' $g/$t/memory.stat | tr '\n' ' ')"
 done
 say "status $(ctl status --json | tr -d '\n')"
 say "events $(ctl events | grep -e '\[reader\]' -e '\[hot\]' | tr '\n' '|')"

@@ -11,3 +11,11 @@ await_tierd() { # LOG
   say "fail: tierd did not come up: $(tail -n 5 "$1" | tr '\n' ' ')"
   return 1
 }
+# Waits up to two minutes for tenant NAME's workload to name a phase in its reports,
+# which it does once it has filled its memory.
+await_filled() { # NAME
+  for _ in $(seq 120); do
+    grep -q '"phase"' "/var/lib/tierd/tenants/$1/stdout" 2> /dev/null && return 0
+    sleep 1
+  done
+}

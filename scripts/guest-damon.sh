@@ -26,11 +26,7 @@ stop_tierd() {
 measure() { # TRACKER (the tenant is named after it)
   start_tierd "$1" || return
   ctl run --name "$1" --size 128M -- /bin/tierd-bench workload --size 128M --hot 32M --phase active:90s --json --report 10s
-  # Its reports name a phase once the fill is done.
-  for _ in $(seq 120); do
-    grep -q '"phase"' "/var/lib/tierd/tenants/$1/stdout" 2> /dev/null && break
-    sleep 1
-  done
+  await_filled "$1"
   sleep 20
   for i in 1 2 3 4 5 6 7 8; do
     say "reading $1 $i $(ctl status --json | tr -d '\n')"
