@@ -108,7 +108,7 @@ impl Activity {
             return None;
         }
         self.last = Some((now, cpu_secs, stall_secs));
-        // A process that exits takes its CPU time with it: never a negative rate.
+        // The counters keep what exited processes counted: a fall is no negative rate.
         let cpu = (cpu_secs - cpu0).max(0.0) / dt;
         let stall = (stall_secs - stall0).max(0.0) / dt;
         self.cores = cpu + stall;

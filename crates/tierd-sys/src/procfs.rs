@@ -114,11 +114,15 @@ impl ProcFs {
 
     /// The process's fault and CPU counters, from one read of `/proc/PID/stat`.
     pub fn counters(&self, pid: u32) -> Result<Counters, PathError> {
-        // Fields 12, 13 (majflt, cmajflt) and 14, 15 (utime, stime) of stat: indices 9,
-        // 10, 11 and 12 after the `(comm)` field and the state.
+        // Fields 4 (ppid), 12, 13 (majflt, cmajflt), 14, 15 (utime, stime) and 16, 17
+        // (cutime, cstime) of stat: indices 1 and 9 to 14 after the `(comm)` field.
         let f = self.stat_fields(pid)?;
         let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-        Ok(Counters { major_faults: n(9) + n(10), cpu_ticks: n(11) + n(12) })
+        Ok(Counters {
+            ppid: n(1) as u32,
+            major_faults: Tally { own: n(9), reaped: n(10) },
+            cpu_ticks: Tally { own: n(11) + n(12), reaped: n(13) + n(14) },
+        })
     }
 
     /// Start time in clock ticks since boot: with the PID, names a process uniquely.
@@ -229,19 +233,27 @@ impl ProcFs {
 
     /// CPU time (user + system) of a process, in clock ticks.
     pub fn cpu_ticks(&self, pid: u32) -> Result<u64, PathError> {
-        Ok(self.counters(pid)?.cpu_ticks)
+        Ok(self.counters(pid)?.cpu_ticks.own)
     }
 }
 
 /// A process's counters from `/proc/PID/stat`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
-    /// Major faults (pages read from swap or files) its own threads took so far, and
-    /// its children it has reaped. A page another process reads in through
-    /// `/proc/PID/mem` counts as that reader's fault, not this process's.
-    pub major_faults: u64,
+    pub ppid: u32,
+    /// Major faults (pages read from swap or files). A page another process reads in
+    /// through `/proc/PID/mem` counts as that reader's fault, not this process's.
+    pub major_faults: Tally,
     /// CPU time (user + system), in clock ticks.
-    pub cpu_ticks: u64,
+    pub cpu_ticks: Tally,
+}
+
+/// A counter of a process so far: its own threads', and that of the children it has
+/// reaped (the kernel adds a child's whole count to its parent's when it is waited for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub own: u64,
+    pub reaped: u64,
 }
 
 /// Counters of one block device from `/proc/diskstats`.
@@ -377,7 +389,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             p.join("stat"),
-            "42 (my prog) S 1 42 42 0 -1 4194560 1000 0 77 3 150 30 0 0 20 0 1 0 12345 0 0\n",
+            "42 (my prog) S 1 42 42 0 -1 4194560 1000 0 77 3 150 30 12 8 20 0 1 0 12345 0 0\n",
         )
         .unwrap();
         std::fs::write(
@@ -423,7 +435,10 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         let p = ProcFs::new(t.path());
         let m = p.memory(42).unwrap();
         assert_eq!(m, PidMemory { rss: 0, rss_anon: 100 << 20, swap: 2 << 20, locked: 8 << 10, hugetlb: 0 });
-        assert_eq!(p.counters(42).unwrap().major_faults, 80, "its own and its reaped children's");
+        let c = p.counters(42).unwrap();
+        assert_eq!(c.major_faults, Tally { own: 77, reaped: 3 });
+        assert_eq!(c.cpu_ticks, Tally { own: 180, reaped: 20 }, "user + system, its own and its reaped children's");
+        assert_eq!(c.ppid, 1);
         assert_eq!(p.start_time(42).unwrap(), 12345);
         assert_eq!(p.cpu_ticks(42).unwrap(), 180);
         assert_eq!(p.state(42).unwrap(), 'S');

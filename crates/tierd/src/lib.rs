@@ -35,6 +35,7 @@ pub mod http;
 pub mod leftovers;
 pub mod metrics;
 pub mod mover;
+pub mod process_sum;
 pub mod server;
 pub mod state;
 pub mod tenant;

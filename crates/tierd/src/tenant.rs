@@ -7,7 +7,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tierd_core::tenant::TenantSpec;
 use tierd_sys::madvise::{AdviseResult, Pidfd};
+use tierd_sys::procfs::Tally;
 
+use crate::process_sum::{ProcessSum, Reading};
 use crate::tracker::Tracker;
 
 /// How many decisions `tierctl explain` can show per tenant.
@@ -84,37 +86,6 @@ pub struct Decision {
     pub message: String,
 }
 
-/// Major faults the tenant's own threads took, counted from its processes' counters
-/// (`/proc/PID/stat`) as they come and go. Not its cgroup's `pgmajfault`: that also
-/// counts every page tierd itself reads in through `/proc/PID/mem` (prefetch, the
-/// relayout of a resting hot set), which the kernel charges to the owner of the memory
-/// but counts as a fault of the reading thread; tierd's own reads made it look busy
-/// and fed the tracker as touched pages.
-#[derive(Debug, Clone, Default)]
-pub struct OwnFaults {
-    /// The count so far (it never goes down when a process exits).
-    total: u64,
-    /// Each process's counter at the last reading.
-    seen: HashMap<u32, u64>,
-}
-
-impl OwnFaults {
-    /// Adds what each process faulted since the last reading, from `(pid, counter)`
-    /// pairs of the processes now in the tenant. A process seen for the first time
-    /// counts from now: its counter holds faults from before it was the tenant's (or,
-    /// for a reused PID, another process's). Returns the new total.
-    pub fn update(&mut self, readings: impl IntoIterator<Item = (u32, u64)>) -> u64 {
-        let mut seen = HashMap::with_capacity(self.seen.len());
-        for (pid, n) in readings {
-            let before = self.seen.get(&pid).copied().unwrap_or(n);
-            self.total += n.saturating_sub(before);
-            seen.insert(pid, n);
-        }
-        self.seen = seen;
-        self.total
-    }
-}
-
 /// A cgroup tierd did not create, taken as a tenant: tierd writes its memory-control
 /// files and puts them back as they were when it lets go; its processes stay put.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,6 +122,8 @@ pub struct Tenant {
     pub tracker: Option<Box<dyn Tracker>>,
     /// Its fault rates, its own major faults and the time it waited for the tier.
     pub faults: FaultHistory,
+    /// Its processes' CPU time so far, in clock ticks.
+    pub cpu_ticks: ProcessSum,
     /// Whether it works or rests, and how its progress compares with the plan's.
     pub progress: Progress,
     /// Its processes the kernel's OOM killer ended, as its cgroup last counted them.
@@ -178,6 +151,7 @@ impl Tenant {
             measure: Measure::default(),
             tracker: None,
             faults: FaultHistory::default(),
+            cpu_ticks: ProcessSum::default(),
             progress: Progress::default(),
             oom_kills: 0,
             room: None,
@@ -188,13 +162,28 @@ impl Tenant {
         }
     }
 
-    /// Reads its processes' counters once: returns the tenant's own major faults so
-    /// far (see [`OwnFaults`]) and their CPU time now, in clock ticks.
+    /// Reads its processes' counters once: returns the tenant's own major faults and
+    /// its CPU time so far, in clock ticks, each kept across its processes' exits.
     pub fn read_counters(&mut self, proc: &tierd_sys::procfs::ProcFs) -> (u64, u64) {
         let read: Vec<(u32, tierd_sys::procfs::Counters)> =
             self.procs.iter().filter_map(|p| proc.counters(p.pid()).ok().map(|c| (p.pid(), c))).collect();
-        let ticks = read.iter().map(|(_, c)| c.cpu_ticks).sum();
-        (self.faults.own.update(read.iter().map(|(pid, c)| (*pid, c.major_faults))), ticks)
+        let of = |tally: fn(&tierd_sys::procfs::Counters) -> Tally| -> Vec<Reading> {
+            read.iter().map(|(pid, c)| Reading { pid: *pid, ppid: c.ppid, tally: tally(c) }).collect()
+        };
+        let faults = self.faults.own.update(&of(|c| c.major_faults));
+        (faults, self.cpu_ticks.update(&of(|c| c.cpu_ticks)))
+    }
+
+    /// Follows the processes now in its cgroup: drops those gone, pins the new ones.
+    pub fn sync_procs(&mut self, pids: &[u32]) {
+        self.procs.retain(|p| pids.contains(&p.pid()) && !p.has_exited());
+        for &pid in pids {
+            if !self.procs.iter().any(|p| p.pid() == pid)
+                && let Ok(fd) = Pidfd::open(pid)
+            {
+                self.procs.push(fd);
+            }
+        }
     }
 
     pub fn pids(&self) -> Vec<u32> {
@@ -250,7 +239,10 @@ pub struct FaultHistory {
     /// Its own major faults at the last between-interval look (see `Engine::fault_watch`).
     pub watch: Option<(Instant, u64)>,
     /// The tenant's own major faults (what its rates, and so wake-ups, are made of).
-    pub own: OwnFaults,
+    /// Not its cgroup's `pgmajfault`: that also counts every page tierd itself reads
+    /// in through `/proc/PID/mem` (prefetch, relayout), which the kernel charges to
+    /// the memory's owner but counts as the reading thread's fault.
+    pub own: ProcessSum,
     /// Seconds it has waited for the tier so far (its own faults × the read time):
     /// the stall signal where the kernel gives none per cgroup.
     pub stall_secs: f64,
@@ -362,21 +354,6 @@ pub fn exit_code(status: std::process::ExitStatus) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn own_faults_count_only_what_each_process_faulted_while_it_was_the_tenants() {
-        let mut f = OwnFaults::default();
-        assert_eq!(f.update([(10, 500)]), 0, "faults from before it was seen are not the tenant's");
-        assert_eq!(f.update([(10, 530)]), 30);
-        // A child joins with faults of its own before it was seen, then faults 5 more.
-        assert_eq!(f.update([(10, 530), (11, 70)]), 30);
-        assert_eq!(f.update([(10, 540), (11, 75)]), 45);
-        // The child exits: the total keeps what it faulted.
-        assert_eq!(f.update([(10, 541)]), 46);
-        // Its PID is reused by a process with a lower counter: counted from there.
-        assert_eq!(f.update([(10, 541), (11, 3)]), 46);
-        assert_eq!(f.update([(10, 541), (11, 4)]), 47);
-    }
 
     #[test]
     fn memory_charged_elsewhere_is_the_resident_gap_beyond_timing_noise() {

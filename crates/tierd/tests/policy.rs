@@ -429,6 +429,36 @@ fn swap_layout(pid: u32, len: u64) -> tierd_sys::pagemap::SwapLayout {
     pm.swap_layout(m.start, len.min(m.end - m.start)).unwrap()
 }
 
+/// A tenant whose work is done by short-lived children (a shell loop, `make`, a
+/// server forking per request) works while they do: a child's CPU time counts from
+/// its start and is not lost when it exits. Summed over the processes there were at
+/// the last interval, such a tenant looked idle between children and came to rest.
+#[test]
+fn a_tenant_working_through_short_lived_children_is_never_taken_for_at_rest() {
+    let _g = serial();
+    let mut d = daemon("256M", &[]);
+    // Each child spins for a second and a half; the loop ends by itself after 60 s.
+    let spin = "i=0; while [ $i -lt 40 ]; do timeout 1.5 sh -c 'while :; do :; done'; i=$((i+1)); done";
+    d.ctl(&["run", "--name", "builder", "--size", "32M", "--", "sh", "-c", spin]);
+    // Its usual activity is learnt over its first seconds; then 30 s of looks.
+    std::thread::sleep(Duration::from_secs(8));
+    let start = Instant::now();
+    let mut looks = 0;
+    while start.elapsed() < Duration::from_secs(30) {
+        let t = d.tenant("builder");
+        assert!(
+            t["at_rest_secs"].is_null(),
+            "taken for at rest after {looks} looks: {t:#}\n{}",
+            d.ctl(&["explain", "builder"])
+        );
+        looks += 1;
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let explain = d.ctl(&["explain", "builder"]);
+    assert!(!explain.contains("came to rest"), "{explain}");
+    d.ctl(&["stop", "builder"]);
+}
+
 #[test]
 fn a_resting_tenants_scattered_working_set_is_laid_out_in_runs_on_the_tier() {
     let _g = serial();

@@ -26,14 +26,7 @@ impl Engine {
             if matches!(t.life, Life::Exited { .. }) && pids.is_empty() && t.procs.is_empty() {
                 continue;
             }
-            t.procs.retain(|p| pids.contains(&p.pid()) && !p.has_exited());
-            for pid in pids {
-                if !t.procs.iter().any(|p| p.pid() == pid)
-                    && let Ok(fd) = Pidfd::open(pid)
-                {
-                    t.procs.push(fd);
-                }
-            }
+            t.sync_procs(&pids);
             if t.procs.is_empty() {
                 if t.is_running() {
                     t.life = Life::Exited { code: None };

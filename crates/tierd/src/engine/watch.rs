@@ -122,8 +122,13 @@ impl Engine {
         let names: Vec<TenantName> =
             self.tenants.iter().filter(|(_, t)| t.is_running()).map(|(n, _)| n.clone()).collect();
         for name in names {
-            let psi = self.cg.pressure(&self.tenant_rel(&name));
+            let rel = self.tenant_rel(&name);
+            let (psi, pids) = (self.cg.pressure(&rel), self.cg.procs(&rel));
             let t = self.tenants.get_mut(&name).expect("listed above");
+            // Its processes as of now: a child forked since the last interval works too.
+            if let Ok(pids) = pids {
+                t.sync_procs(&pids);
+            }
             let (own_faults, ticks) = t.read_counters(&self.proc);
             t.faults.look(now, own_faults, read_secs + self.cfg.knobs.fault_cpu_secs);
             let stall = t.progress.stall_so_far(psi, t.faults.stall_secs);
