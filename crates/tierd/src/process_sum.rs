@@ -7,7 +7,7 @@
 //! to its parent's reaped count when the parent waits for it, so the sum keeps it when
 //! the parent is the tenant's, provided the part already counted is not counted twice.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tierd_sys::procfs::Tally;
 
@@ -39,7 +39,8 @@ impl ProcessSum {
     /// update); otherwise from now: its count is from before it was the tenant's (or,
     /// for a reused PID, another process's).
     pub fn update(&mut self, readings: &[Reading]) -> u64 {
-        let here = |pid: u32| readings.iter().any(|r| r.pid == pid);
+        let pids: HashSet<u32> = readings.iter().map(|r| r.pid).collect();
+        let here = |pid: u32| pids.contains(&pid);
         for gone in self.seen.values().filter(|s| !here(s.pid)) {
             if let Some(heir) = self.heir(gone.ppid, &here) {
                 *self.owed.entry(heir).or_default() += gone.tally.own + gone.tally.reaped;
