@@ -177,6 +177,12 @@ impl Tenant {
     /// Follows the processes now in its cgroup: drops those gone, pins the new ones.
     pub fn sync_procs(&mut self, pids: &[u32]) {
         self.procs.retain(|p| pids.contains(&p.pid()) && !p.has_exited());
+        self.pin_new_procs(pids);
+    }
+
+    /// Pins the processes in its cgroup it does not follow yet. Those gone stay until
+    /// the reap: an emptied list is how it tells an exit it has yet to record.
+    pub fn pin_new_procs(&mut self, pids: &[u32]) {
         for &pid in pids {
             if !self.procs.iter().any(|p| p.pid() == pid)
                 && let Ok(fd) = Pidfd::open(pid)

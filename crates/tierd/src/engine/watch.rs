@@ -125,9 +125,9 @@ impl Engine {
             let rel = self.tenant_rel(&name);
             let (psi, pids) = (self.cg.pressure(&rel), self.cg.procs(&rel));
             let t = self.tenants.get_mut(&name).expect("listed above");
-            // Its processes as of now: a child forked since the last interval works too.
+            // A child forked since the last interval works too.
             if let Ok(pids) = pids {
-                t.sync_procs(&pids);
+                t.pin_new_procs(&pids);
             }
             let (own_faults, ticks) = t.read_counters(&self.proc);
             t.faults.look(now, own_faults, read_secs + self.cfg.knobs.fault_cpu_secs);
