@@ -142,8 +142,10 @@ fn memory_touched_now_and_then_counts_in_full_within_the_window() {
     // about four standard deviations (docs/decisions/008).
     for r in &readings {
         assert!((r.touched - truth(r.at)).abs() <= 2.0 * r.ci, "touched within the window outside its interval {why}");
-        // Host health judges memory touched within the window, not the per-interval part.
-        assert_eq!(r.host, r.touched, "the host's active memory is what was touched within the window: {why}");
+        // Host health judges memory touched within the window, or the per-interval part
+        // where that reads more (`Activeness::touched_bytes`: two estimates, each noisy).
+        let touched = r.touched.max(r.per_interval);
+        assert_eq!(r.host, touched, "the host's active memory is what was touched within the window: {why}");
     }
     // What a user relies on besides: the readings centre on the truth. The median of
     // eight has about 1.25 / √8 of one reading's spread; three of those, or 15%.
