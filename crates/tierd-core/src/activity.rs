@@ -108,7 +108,8 @@ impl Activity {
             return None;
         }
         self.last = Some((now, cpu_secs, stall_secs));
-        // The counters keep what exited processes counted: a fall is no negative rate.
+        // The counters only grow, but a restarted daemon counts from zero against the
+        // reading its saved state kept: never a negative rate.
         let cpu = (cpu_secs - cpu0).max(0.0) / dt;
         let stall = (stall_secs - stall0).max(0.0) / dt;
         self.cores = cpu + stall;
