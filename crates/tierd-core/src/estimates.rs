@@ -31,6 +31,9 @@ pub struct WindowTouched {
     pub bytes: u64,
     /// `None` where the tracker does not sample (DAMON).
     pub ci_bytes: Option<u64>,
+    /// Memory touched within the latter half of the window, measured alike: with
+    /// `bytes`, how often what is not touched every interval is reused (`policy::curve`).
+    pub half_bytes: Option<u64>,
 }
 
 impl WindowTouched {
@@ -44,7 +47,13 @@ impl WindowTouched {
         WindowTouched {
             bytes: (share * from + known) as u64,
             ci_bytes: Some((wilson_half_width(share, draws, 1.96) * from) as u64),
+            half_bytes: None,
         }
+    }
+
+    /// The same, with what the latter half of the window touched.
+    pub fn with_half(self, half: Option<WindowTouched>) -> WindowTouched {
+        WindowTouched { half_bytes: half.map(|h| h.bytes.min(self.bytes)), ..self }
     }
 }
 
@@ -108,6 +117,7 @@ impl Estimates {
                 .then(|| self.history.iter().rev().take(2).map(|e| e.bytes.max(0.0) as u64).max().unwrap_or(0)),
             touched_in_window_bytes: touched_in_window.map(|t| t.bytes),
             touched_in_window_ci_bytes: touched_in_window.and_then(|t| t.ci_bytes),
+            touched_in_half_window_bytes: touched_in_window.and_then(|t| t.half_bytes),
             returned_share: self.history.back().map(|e| e.returned),
         })
     }
@@ -189,7 +199,7 @@ mod tests {
             e.push(at(t, b));
             e.age(t, 10.0);
         }
-        let a = e.activeness(Some(WindowTouched { bytes: 7, ci_bytes: None })).unwrap();
+        let a = e.activeness(Some(WindowTouched { bytes: 7, ci_bytes: None, half_bytes: None })).unwrap();
         assert_eq!(a.active_bytes, 200, "intervals within 10 s: 400, 100, 100");
         assert_eq!(a.peak_bytes, 400, "the average at 5 s");
         assert_eq!((a.last_interval_bytes, a.recent_bytes), (100, Some(100)));

@@ -43,6 +43,9 @@ pub struct Activeness {
     /// (`None` for a tracker that does not sample).
     #[serde(default)]
     pub touched_in_window_ci_bytes: Option<u64>,
+    /// Memory touched within the latter half of the window, measured alike.
+    #[serde(default)]
+    pub touched_in_half_window_bytes: Option<u64>,
     /// Share of the last interval's samples that came back (were touched) by its end:
     /// with the tenant's faults, what tells how much of its hot set a slowed tenant
     /// lacks (see `policy::curve`).

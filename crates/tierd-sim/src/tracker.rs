@@ -313,11 +313,17 @@ impl Tracker {
         acc * PAGE
     }
 
-    /// Memory touched within the window (see the real tracker).
+    /// Memory touched within the window and within its latter half (see the real tracker).
     fn touched_in_window(&self, now: f64) -> Option<WindowTouched> {
-        let b = self.batches.iter().find(|b| now - b.drawn >= self.window - self.interval / 2.0)?;
+        let old_enough = |span: f64| move |b: &&Batch| now - b.drawn >= span - self.interval / 2.0;
+        let window = self.batches.iter().find(old_enough(self.window))?;
+        let half = self.batches.iter().rev().find(old_enough(self.window / 2.0));
+        Some(self.touched_since(window).with_half(half.map(|b| self.touched_since(b))))
+    }
+
+    fn touched_since(&self, b: &Batch) -> WindowTouched {
         let faulted = self.estimates.faulted_since(b.drawn);
-        Some(WindowTouched::from_batch(b.sampled, b.returned, CLUSTER * PAGE, b.from, faulted))
+        WindowTouched::from_batch(b.sampled, b.returned, CLUSTER * PAGE, b.from, faulted)
     }
 
     pub fn activeness(&self) -> Option<Activeness> {

@@ -16,7 +16,7 @@
 //! nothing — which is why the allocation works on the curve's concave envelope.
 
 use crate::policy::Knobs;
-use crate::snapshot::{Snapshot, TenantView, TierView};
+use crate::snapshot::{Activeness, Snapshot, TenantView, TierView};
 
 const PAGE: f64 = crate::size::PAGE as f64;
 /// A read from the tier when none was timed lately: the fast tier's p50 here.
@@ -28,6 +28,10 @@ const STEEP: f64 = 0.95;
 /// The least share of its time a stalled tenant is taken to run (bounds the full-speed
 /// rate read from a tenant that barely runs).
 const MIN_RUNNING: f64 = 0.02;
+/// Least reuse priced for a warm part: once in four windows (it was touched within one).
+const WARM_REUSES_FLOOR: f64 = 0.25;
+/// A warm part this small is priced as before (its two readings' noise is all of it).
+const MIN_WARM_BYTES: f64 = (16u64 << 20) as f64;
 
 /// Seconds a read from the tier costs the thread that faults: the device's read time
 /// at its load now, and the CPU of the fault.
@@ -57,6 +61,25 @@ pub struct Curve {
     /// Measured while working: holding these bytes it did this share of its work
     /// (1 − its stall share). See [`Curve::through`].
     pub seen: Option<(u64, f64)>,
+}
+
+/// How often a tenant reuses its warm part (what it touched within the window beyond
+/// its hot set `hot`), from that part's share touched within the window's latter half:
+/// pages each reused at a rate λ are touched within s with the chance 1 − e^(−λs), so
+/// (T(w) − hot) / (T(w/2) − hot) = 1 + e^(−λw/2). A sweep that ended half a window ago
+/// is not reused at all (at the floor); a tail reused twice a window reads 2 / w, the
+/// most it is priced at.
+fn warm_rate(hot: u64, a: &Activeness, window: f64) -> f64 {
+    let (Some(all), Some(half)) = (a.touched_in_window_bytes, a.touched_in_half_window_bytes) else {
+        return 2.0 / window;
+    };
+    let (all, half) = (all.saturating_sub(hot) as f64, half.saturating_sub(hot) as f64);
+    if all < MIN_WARM_BYTES {
+        return 2.0 / window;
+    }
+    let older_share = ((all - half) / all).max(0.0);
+    let rate = -2.0 * (older_share / (1.0 - older_share).max(1e-9)).min(1.0).ln() / window;
+    rate.clamp(WARM_REUSES_FLOOR / window, 2.0 / window)
 }
 
 impl Curve {
@@ -91,17 +114,16 @@ impl Curve {
             hot = hot.max(ws);
         }
         // Faulting at its quota, it touches each hot page seldom and an interval's samples
-        // undercount its hot set. Of what it holds, the share r whose samples came back is
-        // hot; at the rate they came back (λ = −ln(1 − r) / interval) its faults say how
-        // much of the hot set is out (F / λ pages). With nothing of what it holds touched
-        // (it has just begun on memory that is all out), probe: what it holds and a
-        // quarter more, again at the next pass while it still faults.
+        // undercount its hot set. Reclaim at the quota keeps what it uses, so what it
+        // holds is in use, each page at the rate its samples came back (λ = −ln(1 − r) /
+        // interval; counting only the share r that came back took a thrashing uniform hot
+        // set for a small one); its faults say how much more is out (F / λ pages). With
+        // nothing of what it holds touched (it has just begun on memory that is all out),
+        // probe: what it holds and a quarter more, again at the next pass while it still faults.
         if t.at_rest_secs.is_none() && t.tier_faults_per_sec >= FAULTING {
             let held = t.dram as f64;
             let estimate = match a.returned_share {
-                Some(r) if r > 0.02 && r < 0.99 => {
-                    r * held + t.tier_faults_per_sec / (-(1.0 - r).ln() / interval) * PAGE
-                }
+                Some(r) if r > 0.02 && r < 0.99 => held + t.tier_faults_per_sec / (-(1.0 - r).ln() / interval) * PAGE,
                 Some(r) if r >= 0.99 => held + t.tier_faults_per_sec * interval * PAGE,
                 _ => held * 1.25 + (32u64 << 20) as f64,
             };
@@ -114,6 +136,9 @@ impl Curve {
         if reused > 0 {
             hot = hot.min(reused.max(now));
         }
+        // Nor more than it has, in DRAM or on the tier: a thrashing tenant's pages fault,
+        // and its samples come back, again and again within an interval.
+        hot = hot.min(t.footprint.max(t.dram + t.tier));
         let warm = a.touched_bytes().min(t.size()).saturating_sub(hot);
         // How steep its hot set is: samples that nearly all came back within an interval
         // say each page is touched many times over (a cliff, at least `min_hot_rate`);
@@ -130,8 +155,8 @@ impl Curve {
             Some(l) if !steep => l.max(2.0 / window),
             _ => k.min_hot_rate,
         };
-        let curve =
-            Curve { hot, warm, hot_rate, warm_rate: 2.0 / window, cores, steep, headroom: k.headroom, seen: None };
+        let warm_rate = warm_rate(hot, &a, window);
+        let curve = Curve { hot, warm, hot_rate, warm_rate, cores, steep, headroom: k.headroom, seen: None };
         // What it did with what it holds is measured, not estimated: the curve goes through it.
         match t.at_rest_secs.is_none() && t.dram > 0 {
             true => curve.through(t.dram, 1.0 - t.stall_share, fault_secs),
@@ -244,6 +269,30 @@ mod tests {
     }
 
     #[test]
+    fn a_warm_part_is_priced_by_how_much_of_it_the_windows_latter_half_reused() {
+        let k = Knobs::default();
+        let with_half = |half: u64| {
+            let mut t = working(100 * MIB, 300 * MIB);
+            t.activeness.as_mut().unwrap().touched_in_half_window_bytes = Some(half);
+            Curve::of(&t, 30.0, 5.0, 100e-6, &k)
+        };
+        // Reused twice a window: of what the window touched beyond the hot set, the
+        // share (1 − e^−1) / (1 − e^−2) within its latter half.
+        let steady = with_half(100 * MIB + (200.0 * (1.0 - (-1f64).exp()) / (1.0 - (-2f64).exp())) as u64 * MIB);
+        assert!((steady.warm_rate - 2.0 / 30.0).abs() < 0.002, "{}", steady.warm_rate);
+        // A sweep that ended half a window ago: nothing of it touched since; priced at
+        // once in four windows, an eighth of the steady tail's price.
+        let swept = with_half(100 * MIB);
+        assert_eq!(swept.warm_rate, 0.25 / 30.0);
+        assert!(swept.useful(100 * MIB + 100 * MIB / 10, 100e-6) > steady.useful(200 * MIB, 100e-6));
+        // All of it within the latter half: priced no higher than before (a reading that
+        // close is mostly the two estimates' noise).
+        assert_eq!(with_half(300 * MIB).warm_rate, 2.0 / 30.0);
+        // Not measured: twice a window, as before.
+        assert_eq!(Curve::of(&working(100 * MIB, 300 * MIB), 30.0, 5.0, 100e-6, &k).warm_rate, 2.0 / 30.0);
+    }
+
+    #[test]
     fn a_hot_set_read_while_the_tenant_barely_runs_is_rated_at_full_speed() {
         // Two fifths of its samples back in an interval: a gentle slope for a tenant
         // that ran all the time; for one stalled 95% of it, a cliff.
@@ -279,6 +328,38 @@ mod tests {
         let c = Curve::of(&v, 30.0, 5.0, t, &k);
         assert_eq!(c.useful(193 * MIB, t), 1.0);
         assert!(c.useful(180 * MIB, t) < 0.2, "{}", c.useful(180 * MIB, t));
+    }
+
+    #[test]
+    fn a_uniform_hot_set_thrashing_at_its_quota_is_all_it_holds_and_what_its_faults_say_is_out() {
+        // 665 MiB touched uniformly, 453 MiB of it held: two fifths of its samples back
+        // in an interval and 6,400 reads a second from the tier.
+        let (k, t) = (Knobs::default(), 100e-6);
+        let mut v = working(286 * MIB, 665 * MIB);
+        v.activeness.as_mut().unwrap().returned_share = Some(0.42);
+        (v.dram, v.stall_share, v.tier_faults_per_sec) = (453 * MIB, 0.48, 6400.0);
+        let c = Curve::of(&v, 30.0, 5.0, t, &k);
+        // λ = −ln(0.58) / 5 s: 6,400 / λ is 229 MiB out beside the 453 it holds (the
+        // share that came back alone, 190 MiB of it, read it as a 419 MiB hot set).
+        assert!(c.hot > 670 * MIB && c.hot < 690 * MIB, "{} MiB", c.hot >> 20);
+        assert!(c.useful(c.quota_for(c.hot), t) > 0.95 && c.useful(453 * MIB, t) < 0.6, "{c:?}");
+    }
+
+    #[test]
+    fn a_thrashing_hot_set_is_never_taken_for_more_than_the_tenant_has() {
+        // 84 MiB in all, 12 of it in DRAM, faulting 9,000 pages a second back in: its
+        // pages fault and come back many times an interval, and the tracker read 135 MiB
+        // touched (the simulator's host-19, where that 170 MiB claim lost it the DRAM).
+        let mut v = working(135 * MIB, 135 * MIB);
+        v.activeness.as_mut().unwrap().recent_bytes = Some(135 * MIB);
+        v.activeness.as_mut().unwrap().returned_share = Some(1.0);
+        (v.footprint, v.dram, v.tier) = (84 * MIB, 12 * MIB, 72 * MIB);
+        (v.stall_share, v.tier_faults_per_sec) = (0.6, 9000.0);
+        let c = Curve::of(&v, 30.0, 5.0, 100e-6, &Knobs::default());
+        assert_eq!(c.hot, 84 * MIB, "{c:?}");
+        // Memory charged to it beyond its anonymous pages (files, shared memory) counts.
+        (v.footprint, v.dram) = (20 * MIB, 60 * MIB);
+        assert_eq!(Curve::of(&v, 30.0, 5.0, 100e-6, &Knobs::default()).hot, 132 * MIB);
     }
 
     #[test]

@@ -160,11 +160,12 @@ struct Block {
     huge: u64,
 }
 
-/// Resident bytes DAMON saw touched, over the last interval and the window.
+/// Resident bytes DAMON saw touched, over the last interval, the window and its latter half.
 #[derive(Debug, Default)]
 struct Touched {
     interval: u64,
     window: u64,
+    half_window: u64,
 }
 
 #[derive(Debug)]
@@ -180,7 +181,8 @@ pub struct DamonTracker {
     /// them, which DAMON sees as accesses the tenant did not make.
     relaid: HashSet<(u32, u64)>,
     /// Resident bytes touched within the window, at the last observation.
-    window_touched: Option<u64>,
+    /// Bytes touched within the window and within its latter half.
+    window_touched: Option<(u64, u64)>,
     cpu_seen: f64,
     cost: TrackerCost,
 }
@@ -267,6 +269,7 @@ fn judge(
                 let bytes = present_within(runs, from, to - from);
                 touched.interval += if idle < spans.interval { bytes } else { 0 };
                 touched.window += if idle < spans.window { bytes } else { 0 };
+                touched.half_window += if idle < spans.window / 2.0 { bytes } else { 0 };
                 let w = warmest.entry(key).or_insert((idle, aggregations));
                 if idle < w.0 {
                     *w = (idle, aggregations);
@@ -300,14 +303,15 @@ impl Tracker for DamonTracker {
         if damon.iter().any(|(_, regions)| !regions.is_empty()) {
             let bytes = touched.interval as f64;
             self.estimates.push(Estimate { at: now, bytes, var: 0.0, faulted: 0.0, returned: 1.0 });
-            self.window_touched = Some(touched.window);
+            self.window_touched = Some((touched.window, touched.half_window));
         }
         self.estimates.age(now, self.window_secs);
         self.cost.seconds += tierd_sys::process::thread_cpu_secs() - t0;
     }
 
     fn activeness(&self) -> Option<Activeness> {
-        let touched = self.window_touched.map(|bytes| WindowTouched { bytes, ci_bytes: None });
+        let touched =
+            self.window_touched.map(|(bytes, half)| WindowTouched { bytes, ci_bytes: None, half_bytes: Some(half) });
         let mut a = self.estimates.activeness(touched)?;
         // DAMON counts accesses, not samples coming back: no share to report.
         a.returned_share = None;

@@ -232,17 +232,25 @@ impl SamplingTracker {
     /// Memory touched within the window: the share of the samples drawn a window ago
     /// that came back at any check since, times what they were drawn from, plus what
     /// became resident over the window and what is counted whole. `None` until a
-    /// batch of samples is a window old.
+    /// batch of samples is a window old. The same over the window's latter half goes
+    /// with it (see `WindowTouched`).
     fn touched_in_window(&self, now: f64) -> Option<WindowTouched> {
         let window = self.cfg.window_secs;
-        let old = self.batches.iter().position(|b| now - b.drawn >= window - self.cfg.interval_secs / 2.0)?;
-        // A batch drawn at rest measures nothing: the first drawn since stands in (a
-        // little short of a window). None since: at rest the whole window.
-        let b = self.batches.iter().skip(old).find(|b| !b.at_rest).unwrap_or(&self.batches[old]);
+        let old_enough = |span: f64| move |b: &Batch| now - b.drawn >= span - self.cfg.interval_secs / 2.0;
+        let old = self.batches.iter().position(old_enough(window))?;
+        let half = self.batches.iter().rposition(old_enough(window / 2.0));
+        Some(self.touched_since(old).with_half(half.map(|i| self.touched_since(i))))
+    }
+
+    /// What the samples of batch `i` say was touched since it was drawn. A batch drawn
+    /// at rest measures nothing: the first drawn since stands in (a little short of the
+    /// span). None since: at rest the whole span.
+    fn touched_since(&self, i: usize) -> WindowTouched {
+        let b = self.batches.iter().skip(i).find(|b| !b.at_rest).unwrap_or(&self.batches[i]);
         let faulted = self.estimates.faulted_since(b.drawn);
         let cluster = (self.cfg.cluster_pages as u64 * PAGE) as f64;
         let known = faulted + self.counted_whole_bytes as f64;
-        Some(WindowTouched::from_batch(b.sampled as f64, b.returned as f64, cluster, b.from as f64, known))
+        WindowTouched::from_batch(b.sampled as f64, b.returned as f64, cluster, b.from as f64, known)
     }
 
     /// After an observation that took `spent` CPU seconds with `drawn` pages sampled,
@@ -447,10 +455,12 @@ mod tests {
         let batch = |drawn| Batch { drawn, sampled: 400 * PAGE, from: 1024 * mib, returned: 0, at_rest: false };
         t.batches.push_back(batch(0.0));
         t.batches.push_back(batch(5.0));
+        t.batches.push_back(batch(15.0));
         // A quarter came back at the first check, another quarter at later re-checks.
         t.batch_returned(0.0, 100 * PAGE);
         t.batch_returned(0.0, 100 * PAGE);
         t.batch_returned(5.0, 400 * PAGE);
+        t.batch_returned(15.0, 100 * PAGE);
         for at in [5.0, 10.0, 15.0, 20.0, 25.0, 30.0] {
             t.estimates.push(Estimate { at, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
         }
@@ -461,6 +471,8 @@ mod tests {
             512 * mib + 12 * mib,
             "half the samples came back within the window, plus what faulted in over it"
         );
+        // The batch drawn half a window ago: a quarter back, and what faulted in since.
+        assert_eq!(touched.half_bytes, Some(256 * mib + 6 * mib));
         // 100 clusters of 4 pages, half back: about ±10% of the 1 GiB drawn from.
         let ci = touched.ci_bytes.unwrap() as f64 / (1024 * mib) as f64;
         assert!((0.09..0.11).contains(&ci), "the batch's interval, ±{ci:.3} of what it was drawn from");
@@ -484,7 +496,7 @@ mod tests {
         t.estimates.push(Estimate { at: 10.0, bytes: 0.0, var: 0.0, faulted: (mib * 2) as f64, returned: 0.0 });
         assert_eq!(
             t.touched_in_window(30.0),
-            Some(WindowTouched { bytes: 2 * mib, ci_bytes: Some(0) }),
+            Some(WindowTouched { bytes: 2 * mib, ci_bytes: Some(0), half_bytes: Some(2 * mib) }),
             "known exactly"
         );
     }
