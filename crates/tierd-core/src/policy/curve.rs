@@ -77,9 +77,9 @@ fn warm_rate(hot: u64, a: &Activeness, window: f64) -> f64 {
     if all < MIN_WARM_BYTES {
         return 2.0 / window;
     }
-    let older_share = ((all - half) / all).max(0.0);
-    let rate = -2.0 * (older_share / (1.0 - older_share).max(1e-9)).min(1.0).ln() / window;
-    rate.clamp(WARM_REUSES_FLOOR / window, 2.0 / window)
+    // e^(−λw/2) = (T(w) − T(w/2)) / (T(w/2) − hot): none older is reuse without bound.
+    let older = ((all - half) / half.max(1.0)).clamp(0.0, 1.0);
+    (-2.0 * older.ln() / window).clamp(WARM_REUSES_FLOOR / window, 2.0 / window)
 }
 
 impl Curve {
