@@ -106,13 +106,15 @@ fn run() -> anyhow::Result<()> {
         }
     };
     announce(&engine.lock().unwrap_or_else(|p| p.into_inner()), interval, &socket);
-    let served = Arc::clone(&engine);
-    std::thread::spawn(move || tierd::server::serve(listener, served));
+    // The HTTP address goes into the status before the socket answers, so a client that
+    // reaches tierd never reads a status without it.
     if let Some(server) = http {
         let bound = tierd::http::spawn(server, Arc::clone(&engine))?;
         eprintln!("tierd: dashboard at http://{bound}/, metrics at http://{bound}/metrics");
         engine.lock().unwrap_or_else(|p| p.into_inner()).http_address = Some(bound.to_string());
     }
+    let served = Arc::clone(&engine);
+    std::thread::spawn(move || tierd::server::serve(listener, served));
 
     control_loop(&engine, interval, &stop);
     eprintln!("tierd: stopping");
