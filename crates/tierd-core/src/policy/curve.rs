@@ -82,6 +82,63 @@ fn warm_rate(hot: u64, a: &Activeness, window: f64) -> f64 {
     (-2.0 * older.ln() / window).clamp(WARM_REUSES_FLOOR / window, 2.0 / window)
 }
 
+/// Bytes it touches every interval (see [`Curve::of`]).
+fn hot_bytes(t: &TenantView, a: &Activeness, window: f64, interval: f64, k: &Knobs) -> u64 {
+    // What it touched in the last two intervals: the window's average lags a phase
+    // change by a window either way (a server that loaded all of its memory read as
+    // wholly hot for 30 s after). What it reuses less often is the warm part below.
+    let now = a.recent_bytes.unwrap_or(a.active_bytes);
+    let mut hot = (now + a.ci_bytes).min(t.size().max(now));
+    // Woken within the window: the tracker's window still holds its rest, and what
+    // it will touch is the working set it had before (see `moves::working_set`).
+    let woken = t.at_rest_secs.is_none() && t.since_rest_secs.is_some_and(|s| s <= window);
+    if woken {
+        let ws: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
+        hot = hot.max(ws);
+    }
+    // Faulting at its quota, it touches each hot page seldom and an interval's samples
+    // undercount its hot set. Reclaim at the quota keeps what it uses, so what it holds
+    // is in use, and its faults say how much more is out.
+    let faulting = t.at_rest_secs.is_none() && t.tier_faults_per_sec >= FAULTING;
+    let out = faulting.then(|| out_bytes(t, a, interval));
+    if let Some(out) = out {
+        hot = hot.max(((t.dram as f64 + out) as u64).min(t.size()));
+    }
+    // Never more than the regions it reused lately (or what it touched now): the
+    // estimates above count a page that faults twice twice. Not what it holds: a
+    // tenant holding cold pages grew its estimate with them, and its quota with that.
+    let reused: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
+    if reused > 0 {
+        hot = hot.min(reused.max(now));
+    }
+    // Nor more than it has, in DRAM or on the tier: a thrashing tenant's pages fault,
+    // and its samples come back, again and again within an interval.
+    let has = t.footprint.max(t.dram + t.tier);
+    // Faulting at a quota of its own that it fills, it needs more than the quota keeps,
+    // whatever the regions say: what else the cgroup holds (page cache, page tables)
+    // crowds out its pages. (Under the shared limit the LRU settles who holds what.)
+    let at_quota = t.quota.is_some_and(|q| t.dram as f64 * (1.0 + k.headroom) >= q as f64);
+    if let Some(out) = out.filter(|_| at_quota && !woken) {
+        hot = hot.max((t.dram as f64 / (1.0 + k.headroom) + out) as u64);
+    }
+    hot.min(has)
+}
+
+/// Bytes of its hot set out of DRAM, as its faults at its quota say: each page it holds
+/// is touched at the rate its samples came back (λ = −ln(1 − r) / interval; counting
+/// only the share r that came back took a thrashing uniform hot set for a small one),
+/// so F faults a second are F / λ pages out. With nothing it holds touched (it has just
+/// begun on memory that is all out), probe: a quarter of what it holds more, again at
+/// the next pass while it still faults.
+fn out_bytes(t: &TenantView, a: &Activeness, interval: f64) -> f64 {
+    let held = t.dram as f64;
+    match a.returned_share {
+        Some(r) if r > 0.02 && r < 0.99 => t.tier_faults_per_sec / (-(1.0 - r).ln() / interval) * PAGE,
+        Some(r) if r >= 0.99 => t.tier_faults_per_sec * interval * PAGE,
+        _ => held * 0.25 + (32u64 << 20) as f64,
+    }
+}
+
 impl Curve {
     /// The curve of a working tenant, a read from the tier costing `fault_secs`. Not
     /// measured yet: all of it taken as hot, and not steep (it is filling; the kernel's
@@ -102,43 +159,7 @@ impl Curve {
                 seen: None,
             };
         };
-        // What it touched in the last two intervals: the window's average lags a phase
-        // change by a window either way (a server that loaded all of its memory read as
-        // wholly hot for 30 s after). What it reuses less often is the warm part below.
-        let now = a.recent_bytes.unwrap_or(a.active_bytes);
-        let mut hot = (now + a.ci_bytes).min(t.size().max(now));
-        // Woken within the window: the tracker's window still holds its rest, and what
-        // it will touch is the working set it had before (see `moves::working_set`).
-        if t.at_rest_secs.is_none() && t.since_rest_secs.is_some_and(|s| s <= window) {
-            let ws: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
-            hot = hot.max(ws);
-        }
-        // Faulting at its quota, it touches each hot page seldom and an interval's samples
-        // undercount its hot set. Reclaim at the quota keeps what it uses, so what it
-        // holds is in use, each page at the rate its samples came back (λ = −ln(1 − r) /
-        // interval; counting only the share r that came back took a thrashing uniform hot
-        // set for a small one); its faults say how much more is out (F / λ pages). With
-        // nothing of what it holds touched (it has just begun on memory that is all out),
-        // probe: what it holds and a quarter more, again at the next pass while it still faults.
-        if t.at_rest_secs.is_none() && t.tier_faults_per_sec >= FAULTING {
-            let held = t.dram as f64;
-            let estimate = match a.returned_share {
-                Some(r) if r > 0.02 && r < 0.99 => held + t.tier_faults_per_sec / (-(1.0 - r).ln() / interval) * PAGE,
-                Some(r) if r >= 0.99 => held + t.tier_faults_per_sec * interval * PAGE,
-                _ => held * 1.25 + (32u64 << 20) as f64,
-            };
-            hot = hot.max((estimate as u64).min(t.size()));
-        }
-        // Never more than the regions it reused lately (or what it touched now): the
-        // estimates above count a page that faults twice twice. Not what it holds: a
-        // tenant holding cold pages grew its estimate with them, and its quota with that.
-        let reused: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
-        if reused > 0 {
-            hot = hot.min(reused.max(now));
-        }
-        // Nor more than it has, in DRAM or on the tier: a thrashing tenant's pages fault,
-        // and its samples come back, again and again within an interval.
-        hot = hot.min(t.footprint.max(t.dram + t.tier));
+        let hot = hot_bytes(t, &a, window, interval, k);
         let warm = a.touched_bytes().min(t.size()).saturating_sub(hot);
         // How steep its hot set is: samples that nearly all came back within an interval
         // say each page is touched many times over (a cliff, at least `min_hot_rate`);

@@ -637,6 +637,28 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_thrashing_at_its_quota_is_taken_to_need_more_than_the_quota_keeps() {
+        // The simulator's host-06: 1.9 GiB at a 1.9 GiB quota, faulting 9,000 pages a
+        // second, its regions reused lately 1.7 GiB (1.4 of it in DRAM: the rest of its
+        // charge is not its pages) and a tenth of its time working.
+        let mut t = working("h3", 3 * GIB, 1600 * MIB, 1900 * MIB, 0.9);
+        t.quota = Some(1900 * MIB);
+        t.activeness.as_mut().unwrap().returned_share = Some(0.5);
+        t.tier_faults_per_sec = 9000.0;
+        t.regions = (0..850)
+            .map(|i| if i < 700 { region(i, 5.0, 2 * MIB, 0, false) } else { region(i, 5.0, 0, 2 * MIB, false) })
+            .collect();
+        let c = Curve::of(&t, 60.0, 10.0, 100e-6, &K);
+        assert!(c.hot > c.kept(1900 * MIB), "hot {} MiB", c.hot / MIB);
+        let done = c.useful(1900 * MIB, 100e-6);
+        assert!((done - 0.1).abs() < 0.02, "at its quota it did a tenth, not {done:.2}");
+        // Woken 2 s ago from a 2 s rest instead, it faults on what its rest left out:
+        // its regions say.
+        (t.since_rest_secs, t.rest_began_secs) = (Some(2.0), Some(4.0));
+        assert_eq!(Curve::of(&t, 60.0, 10.0, 100e-6, &K).hot, 1700 * MIB);
+    }
+
+    #[test]
     fn a_tenant_holding_cold_pages_is_sized_by_what_it_reuses_and_prefetches_its_hot_set_past_them() {
         let t = woke_holding_cold_pages();
         let c = Curve::of(&t, 60.0, 10.0, 100e-6, &K);
