@@ -66,6 +66,8 @@ pub struct Tenant {
     /// `exposure` and `inserted` as they were, every [`HISTORY_SECS`], newest last.
     history: VecDeque<(f64, Vec<f64>)>,
     pub cpu_secs: f64,
+    /// The part of it in the kernel: its faults (with reclaim) and its fill's allocations.
+    pub sys_secs: f64,
     /// Operations done so far.
     pub ops_done: f64,
     /// Its own major faults (reads it waited for), and minor ones.
@@ -102,6 +104,7 @@ impl Tenant {
             inserted: vec![0.0; classes],
             history: VecDeque::new(),
             cpu_secs: 0.0,
+            sys_secs: 0.0,
             ops_done: 0.0,
             major_faults: 0.0,
             minor_faults: 0.0,
@@ -187,9 +190,23 @@ struct Demand {
     ops: f64,
     touched: Touched,
     fill_pages: f64,
-    /// CPU work (seconds) and the share of the step it wants a CPU.
+    /// CPU work (seconds), the part of it in the kernel, and the share of the step it
+    /// wants a CPU.
     cpu: f64,
+    sys: f64,
     runnable: f64,
+}
+
+/// A region of a tenant queued to be read back from the tier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Queued {
+    pub tenant: usize,
+    pub region: usize,
+    /// Paged out whole once read (a relayout).
+    pub relayout: bool,
+    /// No read of it starts after this: the daemon asks for a prefetch's reads until
+    /// an interval after its pass began, and a slow tier leaves the rest unread.
+    pub until: f64,
 }
 
 /// The host.
@@ -206,8 +223,8 @@ pub struct Host {
     pub tierd_debt: f64,
     /// CPU seconds the kernel's reclaim took in tierd's prefetch reads so far.
     pub prefetch_reclaim_secs: f64,
-    /// Regions to read back from the tier: (tenant, region, then page out whole).
-    pub prefetch: VecDeque<(usize, usize, bool)>,
+    /// Regions to read back from the tier, in order.
+    pub prefetch: VecDeque<Queued>,
     /// Pages written to the tier this step (reclaim, page-outs).
     written: f64,
     /// `memory-mode`: DRAM is a direct-mapped cache of the tier instead.
@@ -334,7 +351,7 @@ impl Host {
         match t.doing(self.now) {
             Doing::Fill => {
                 let per_page = 1.0 / (FILL_PAGES_PER_CPU_SEC * t.speed) + reclaim.0;
-                Demand { fill_pages: s * DT / per_page, cpu: s * DT, runnable: 1.0, ..Demand::default() }
+                Demand { fill_pages: s * DT / per_page, cpu: s * DT, sys: s * DT, runnable: 1.0, ..Demand::default() }
             }
             Doing::Phase(PhaseKind::Idle) | Doing::Done => Demand::default(),
             Doing::Phase(kind) => {
@@ -392,7 +409,11 @@ impl Host {
         let (mut runs, mut scat) = self.device.prefetch_room(self.now, demand_rho, DT);
         let (room_runs, room_scat) = (runs, scat);
         let mut reclaim = LIMIT_RECLAIM_BYTES_PER_SEC / PAGE * DT;
-        while let Some(&(i, r, relayout)) = self.prefetch.front() {
+        while let Some(&Queued { tenant: i, region: r, relayout, until }) = self.prefetch.front() {
+            if self.now > until {
+                self.prefetch.pop_front();
+                continue;
+            }
             if runs < 1.0 && scat < 1.0 {
                 break;
             }
@@ -576,7 +597,7 @@ mod tests {
         mem.fill(mem.total_pages());
         for r in 0..64 {
             mem.page_out(r);
-            h.prefetch.push_back((0, r, false));
+            h.prefetch.push_back(Queued { tenant: 0, region: r, relayout: false, until: f64::INFINITY });
         }
         let written = mem.swap_cached_pages();
         mem.free_written(written);

@@ -132,7 +132,8 @@ fn read_back_secs(lay_out: impl Fn(&mut tierd_sim::memory::Memory)) -> f64 {
     mem.fill(1e9);
     lay_out(mem);
     for r in 0..mem.regions {
-        host.prefetch.push_back((0, r, false));
+        let queued = tierd_sim::host::Queued { tenant: 0, region: r, relayout: false, until: f64::INFINITY };
+        host.prefetch.push_back(queued);
     }
     let start = host.now;
     while !host.prefetch.is_empty() && host.now < start + 60.0 {
