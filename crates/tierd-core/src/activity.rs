@@ -46,44 +46,6 @@ const QUIET_EVIDENCE_CPU_SECS: f64 = 0.1;
 const SUSTAINED_SECS: f64 = 5.0;
 const SUSTAINED_OF_REST: f64 = 1.5;
 
-/// Most CPU a fault is taken to cost its thread: one at a limit, with the reclaim that
-/// scans four pages for each it frees, took ~100 µs in the simulator's calibration.
-/// System time beyond this a fault is the tenant's own system calls.
-pub const MAX_FAULT_CPU_SECS: f64 = 200e-6;
-
-/// A tenant's time spent on memory, read from its major faults and system CPU: the
-/// reads it waited for, and the CPU its faults took (in the kernel, so counted as its
-/// CPU time too). Work is its CPU time less its faults' CPU, so a tenant that thrashes
-/// at a limit, its CPU all fault handling and reclaim, is not taken to work half the time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct MemoryTime {
-    /// Faults and system CPU seconds at the last look.
-    last: Option<(f64, f64)>,
-    /// Seconds so far its faults waited for reads, and took of CPU.
-    pub waited_secs: f64,
-    pub fault_cpu_secs: f64,
-}
-
-impl MemoryTime {
-    /// Takes its major faults and system CPU seconds so far; each new fault waited `read_secs`.
-    pub fn look(&mut self, faults: f64, sys_secs: f64, read_secs: f64) {
-        if let Some((f0, s0)) = self.last {
-            let new = (faults - f0).max(0.0);
-            self.waited_secs += new * read_secs;
-            self.fault_cpu_secs += (sys_secs - s0).clamp(0.0, new * MAX_FAULT_CPU_SECS);
-        }
-        self.last = Some((faults, sys_secs));
-    }
-
-    /// Its work so far out of `cpu_secs` of CPU, and its time on memory so far (the
-    /// pair [`Activity::step`] takes). `stall_secs`, where the kernel measures it (PSI),
-    /// replaces the waits, and carries reclaim's CPU already.
-    pub fn split(&self, cpu_secs: f64, stall_secs: Option<f64>) -> (f64, f64) {
-        let work = (cpu_secs - self.fault_cpu_secs).max(0.0);
-        (work, stall_secs.unwrap_or(self.waited_secs + self.fault_cpu_secs))
-    }
-}
-
 /// What changed at a reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
@@ -386,24 +348,6 @@ mod tests {
         assert!(run(&mut a, &mut t, &mut c, 10.0, 0.0, 0.0).is_empty());
         a.step(t + 1.0, 0.0, 0.0, false, 30.0, &SHARES);
         assert_eq!(a.cores, 0.0);
-    }
-
-    #[test]
-    fn a_tenant_thrashing_at_a_limit_is_seen_to_do_a_tenth_of_its_work_not_half() {
-        // A second of it: 0.1 s of work, 5,000 faults each reading 80 µs and taking 100 µs
-        // of CPU with the reclaim at its limit (0.5 s of system time).
-        let (mut m, mut a) = (MemoryTime::default(), Activity::default());
-        m.look(0.0, 0.0, 80e-6);
-        let (w, s) = m.split(0.0, None);
-        a.step(0.0, w, s, false, 30.0, &SHARES);
-        m.look(5000.0, 0.5, 80e-6);
-        let (w, s) = m.split(0.6, None);
-        a.step(1.0, w, s, false, 30.0, &SHARES);
-        assert!((1.0 - a.stall_share - 0.1).abs() < 1e-9, "done {:.3}", 1.0 - a.stall_share);
-        // System time beyond what its faults could take is its own system calls: work.
-        m.look(5100.0, 1.5, 80e-6);
-        let (w, _) = m.split(1.6, None);
-        assert!((w - 1.08).abs() < 1e-9, "work {w}");
     }
 }
 

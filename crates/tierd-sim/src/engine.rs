@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use tierd_core::TenantName;
-use tierd_core::activity::{Activity, MemoryTime};
+use tierd_core::activity::Activity;
 use tierd_core::config::PolicyKind;
 use tierd_core::plan::Plan;
 use tierd_core::policy::{self, Knobs};
@@ -50,7 +50,7 @@ struct EngineTenant {
     tracker: Option<Tracker>,
     activity: Activity,
     /// Seconds it has waited for the tier so far: its faults × the read time.
-    memory: MemoryTime,
+    stall_secs: f64,
     /// The last plan's prediction of its progress, and how long it fell short of it.
     predicted: Option<f64>,
     shortfall: tierd_core::activity::Shortfall,
@@ -59,6 +59,7 @@ struct EngineTenant {
     rate: f64,
     tick_at: Option<(f64, f64)>,
     /// Its faults at the last watch.
+    watched_faults: f64,
     untracked: f64,
     laid_out: Vec<bool>,
     /// Regions prefetched and when: asked again only an interval later.
@@ -111,13 +112,14 @@ impl Engine {
                         Tracker::new(regions, settings.window, settings.interval, SAMPLE_PAGES, CPU_BUDGET_PERCENT)
                     }),
                     activity: Activity::default(),
-                    memory: MemoryTime::default(),
+                    stall_secs: 0.0,
                     predicted: None,
                     shortfall: Default::default(),
                     short_secs: None,
                     fault_rates: VecDeque::new(),
                     rate: 0.0,
                     tick_at: None,
+                    watched_faults: 0.0,
                     untracked: 0.0,
                     laid_out: vec![false; regions],
                     prefetched_at: vec![f64::NEG_INFINITY; regions],
@@ -172,11 +174,12 @@ impl Engine {
         let shares = self.settings.knobs.shares();
         let mut changed = false;
         for (et, t) in self.tenants.iter_mut().zip(&host.tenants) {
+            et.stall_secs += (t.major_faults - et.watched_faults) * (read + self.settings.knobs.fault_cpu_secs);
+            et.watched_faults = t.major_faults;
             // CPU time is read in clock ticks (10 ms), as the daemon reads it.
-            let ticks = |secs: f64| (secs * 100.0).floor() / 100.0;
-            et.memory.look(t.major_faults, ticks(t.sys_secs), read);
-            let (work, stall) = et.memory.split(ticks(t.cpu_secs), None);
-            if let Some(change) = et.activity.step(now, work, stall, t.busy(now), self.settings.window, &shares) {
+            let cpu = (t.cpu_secs * 100.0).floor() / 100.0;
+            if let Some(change) = et.activity.step(now, cpu, et.stall_secs, t.busy(now), self.settings.window, &shares)
+            {
                 changed = true;
                 if change == tierd_core::activity::Change::Rested {
                     et.laid_out.iter_mut().for_each(|l| *l = false);

@@ -66,8 +66,6 @@ pub struct Tenant {
     /// `exposure` and `inserted` as they were, every [`HISTORY_SECS`], newest last.
     history: VecDeque<(f64, Vec<f64>)>,
     pub cpu_secs: f64,
-    /// The part of it in the kernel: its faults (with reclaim) and its fill's allocations.
-    pub sys_secs: f64,
     /// Operations done so far.
     pub ops_done: f64,
     /// Its own major faults (reads it waited for), and minor ones.
@@ -104,7 +102,6 @@ impl Tenant {
             inserted: vec![0.0; classes],
             history: VecDeque::new(),
             cpu_secs: 0.0,
-            sys_secs: 0.0,
             ops_done: 0.0,
             major_faults: 0.0,
             minor_faults: 0.0,
@@ -190,10 +187,8 @@ struct Demand {
     ops: f64,
     touched: Touched,
     fill_pages: f64,
-    /// CPU work (seconds), the part of it in the kernel, and the share of the step it
-    /// wants a CPU.
+    /// CPU work (seconds) and the share of the step it wants a CPU.
     cpu: f64,
-    sys: f64,
     runnable: f64,
 }
 
@@ -351,7 +346,7 @@ impl Host {
         match t.doing(self.now) {
             Doing::Fill => {
                 let per_page = 1.0 / (FILL_PAGES_PER_CPU_SEC * t.speed) + reclaim.0;
-                Demand { fill_pages: s * DT / per_page, cpu: s * DT, sys: s * DT, runnable: 1.0, ..Demand::default() }
+                Demand { fill_pages: s * DT / per_page, cpu: s * DT, runnable: 1.0, ..Demand::default() }
             }
             Doing::Phase(PhaseKind::Idle) | Doing::Done => Demand::default(),
             Doing::Phase(kind) => {

@@ -122,7 +122,6 @@ impl ProcFs {
             ppid: n(1) as u32,
             major_faults: Tally { own: n(9), reaped: n(10) },
             cpu_ticks: Tally { own: n(11) + n(12), reaped: n(13) + n(14) },
-            sys_ticks: Tally { own: n(12), reaped: n(14) },
         })
     }
 
@@ -245,9 +244,8 @@ pub struct Counters {
     /// Major faults (pages read from swap or files). A page another process reads in
     /// through `/proc/PID/mem` counts as that reader's fault, not this process's.
     pub major_faults: Tally,
-    /// CPU time (user + system), and its system part, in clock ticks.
+    /// CPU time (user + system), in clock ticks.
     pub cpu_ticks: Tally,
-    pub sys_ticks: Tally,
 }
 
 /// A counter of a process so far: its own threads', and that of the children it has
@@ -440,7 +438,6 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         let c = p.counters(42).unwrap();
         assert_eq!(c.major_faults, Tally { own: 77, reaped: 3 });
         assert_eq!(c.cpu_ticks, Tally { own: 180, reaped: 20 }, "user + system, its own and its reaped children's");
-        assert_eq!(c.sys_ticks, Tally { own: 30, reaped: 8 }, "system alone");
         assert_eq!(c.ppid, 1);
         assert_eq!(p.start_time(42).unwrap(), 12345);
         assert_eq!(p.cpu_ticks(42).unwrap(), 180);

@@ -122,9 +122,8 @@ pub struct Tenant {
     pub tracker: Option<Box<dyn Tracker>>,
     /// Its fault rates, its own major faults and the time it waited for the tier.
     pub faults: FaultHistory,
-    /// Its processes' CPU time so far, and its system part, in clock ticks.
+    /// Its processes' CPU time so far, in clock ticks.
     pub cpu_ticks: ProcessSum,
-    pub sys_ticks: ProcessSum,
     /// Whether it works or rests, and how its progress compares with the plan's.
     pub progress: Progress,
     /// Its processes the kernel's OOM killer ended, as its cgroup last counted them.
@@ -153,7 +152,6 @@ impl Tenant {
             tracker: None,
             faults: FaultHistory::default(),
             cpu_ticks: ProcessSum::default(),
-            sys_ticks: ProcessSum::default(),
             progress: Progress::default(),
             oom_kills: 0,
             room: None,
@@ -164,19 +162,16 @@ impl Tenant {
         }
     }
 
-    /// Reads its processes' counters once: the tenant's own major faults and its CPU
-    /// time so far, each kept across its processes' exits.
-    pub fn read_counters(&mut self, proc: &tierd_sys::procfs::ProcFs) -> OwnCounters {
+    /// Reads its processes' counters once: returns the tenant's own major faults and
+    /// its CPU time so far, in clock ticks, each kept across its processes' exits.
+    pub fn read_counters(&mut self, proc: &tierd_sys::procfs::ProcFs) -> (u64, u64) {
         let read: Vec<(u32, tierd_sys::procfs::Counters)> =
             self.procs.iter().filter_map(|p| proc.counters(p.pid()).ok().map(|c| (p.pid(), c))).collect();
         let of = |tally: fn(&tierd_sys::procfs::Counters) -> Tally| -> Vec<Reading> {
             read.iter().map(|(pid, c)| Reading { pid: *pid, ppid: c.ppid, tally: tally(c) }).collect()
         };
-        OwnCounters {
-            major_faults: self.faults.own.update(&of(|c| c.major_faults)),
-            cpu_ticks: self.cpu_ticks.update(&of(|c| c.cpu_ticks)),
-            sys_ticks: self.sys_ticks.update(&of(|c| c.sys_ticks)),
-        }
+        let faults = self.faults.own.update(&of(|c| c.major_faults));
+        (faults, self.cpu_ticks.update(&of(|c| c.cpu_ticks)))
     }
 
     /// Follows the processes now in its cgroup: drops those gone, pins the new ones.
@@ -242,14 +237,6 @@ impl Tenant {
     }
 }
 
-/// A tenant's counters so far (see [`Tenant::read_counters`]): CPU in clock ticks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OwnCounters {
-    pub major_faults: u64,
-    pub cpu_ticks: u64,
-    pub sys_ticks: u64,
-}
-
 /// A tenant's recent fault rates and the readings they come from.
 #[derive(Debug, Default)]
 pub struct FaultHistory {
@@ -262,9 +249,9 @@ pub struct FaultHistory {
     /// in through `/proc/PID/mem` (prefetch, relayout), which the kernel charges to
     /// the memory's owner but counts as the reading thread's fault.
     pub own: ProcessSum,
-    /// Its time on memory so far: its faults' waits (× the read time: the stall signal
-    /// where the kernel gives none per cgroup) and their CPU.
-    pub memory: tierd_core::activity::MemoryTime,
+    /// Seconds it has waited for the tier so far (its own faults × the read time):
+    /// the stall signal where the kernel gives none per cgroup.
+    pub stall_secs: f64,
 }
 
 impl FaultHistory {
@@ -285,10 +272,12 @@ impl FaultHistory {
         }
     }
 
-    /// A between-interval look at its own faults, `own` so far, and its system CPU
-    /// seconds so far: the new faults waited `read_secs` each.
-    pub fn look(&mut self, now: Instant, own: u64, sys_secs: f64, read_secs: f64) {
-        self.memory.look(own as f64, sys_secs, read_secs);
+    /// A between-interval look at its own faults, `own` so far: the new ones waited
+    /// `per_fault_secs` each.
+    pub fn look(&mut self, now: Instant, own: u64, per_fault_secs: f64) {
+        if let Some((_, before)) = self.watch {
+            self.stall_secs += own.saturating_sub(before) as f64 * per_fault_secs;
+        }
         self.watch = Some((now, own));
     }
 }
@@ -307,14 +296,15 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Seconds it has stalled so far, where the kernel counts them: its cgroup's PSI
-    /// `some` total (v2), which also counts reclaim and `memory.high` throttling that
-    /// cause no major fault; else `None` (its fault waits stand in). Once PSI was read, a
+    /// Seconds it has stalled so far: its cgroup's PSI `some` total where the kernel
+    /// keeps one (v2), which also counts reclaim and `memory.high` throttling that cause
+    /// no major fault; else `fault_estimate`, its tier waits. Once PSI was read, a
     /// failed read keeps the last total (a switch of source would read as a stall).
-    pub fn psi_so_far(&mut self, psi: Option<tierd_sys::cgroup::Pressure>) -> Option<f64> {
-        match psi {
-            Some(p) => Some(*self.psi_secs.insert(p.some_us as f64 / 1e6)),
-            None => self.psi_secs,
+    pub fn stall_so_far(&mut self, psi: Option<tierd_sys::cgroup::Pressure>, fault_estimate: f64) -> f64 {
+        match (psi, self.psi_secs) {
+            (Some(p), _) => *self.psi_secs.insert(p.some_us as f64 / 1e6),
+            (None, Some(last)) => last,
+            (None, None) => fault_estimate,
         }
     }
 
@@ -389,12 +379,10 @@ mod tests {
         assert_eq!(f.rates, [20.0, 30.0, 40.0], "the oldest beyond three goes");
         assert_eq!(f.rate_before(), 25.0, "the rates before the last interval");
         let t0 = Instant::now();
-        f.look(t0, 100, 1.0, 0.001);
-        assert_eq!(f.memory.split(2.0, None), (2.0, 0.0), "the first look has nothing to compare with");
-        f.look(t0, 600, 1.05, 0.001);
-        let (work, stall) = f.memory.split(2.5, None);
-        assert!((stall - 0.55).abs() < 1e-9, "500 new faults at 1 ms, and 50 ms of their CPU: {stall}");
-        assert!((work - 2.45).abs() < 1e-9, "the faults' CPU is not work: {work}");
+        f.look(t0, 100, 0.001);
+        assert_eq!(f.stall_secs, 0.0, "the first look has nothing to compare with");
+        f.look(t0, 600, 0.001);
+        assert!((f.stall_secs - 0.5).abs() < 1e-9, "500 new faults at 1 ms: {}", f.stall_secs);
     }
 
     #[test]
@@ -412,15 +400,11 @@ mod tests {
     fn stall_is_the_cgroups_psi_where_it_keeps_one_and_never_switches_back() {
         use tierd_sys::cgroup::Pressure;
         let mut v1 = Progress::default();
-        assert_eq!(v1.psi_so_far(None), None, "no PSI: the fault waits stand in");
+        assert_eq!(v1.stall_so_far(None, 2.5), 2.5, "no PSI: the tier-wait estimate");
         let mut v2 = Progress::default();
         // Throttled at memory.high with no major fault: PSI sees the stall the faults miss.
-        assert_eq!(v2.psi_so_far(Some(Pressure { some_us: 4_000_000, full_us: 0 })), Some(4.0));
-        assert_eq!(v2.psi_so_far(None), Some(4.0), "a failed read keeps the last total");
-        assert_eq!(v2.psi_so_far(Some(Pressure { some_us: 4_500_000, full_us: 0 })), Some(4.5));
-        let mut f = FaultHistory::default();
-        f.look(Instant::now(), 0, 0.0, 100e-6);
-        f.look(Instant::now(), 1000, 0.5, 100e-6);
-        assert_eq!(f.memory.split(1.0, Some(4.5)).1, 4.5, "PSI replaces the fault waits");
+        assert_eq!(v2.stall_so_far(Some(Pressure { some_us: 4_000_000, full_us: 0 }), 0.0), 4.0);
+        assert_eq!(v2.stall_so_far(None, 0.0), 4.0, "a failed read keeps the last total");
+        assert_eq!(v2.stall_so_far(Some(Pressure { some_us: 4_500_000, full_us: 0 }), 0.0), 4.5);
     }
 }

@@ -31,9 +31,8 @@ pub(super) fn solve(
             }
             None => t.mem.faults_at(&t.totals, &lambda, DT),
         };
-        let sys = f.ios * major_cpu + f.minor * MINOR_FAULT_SECS;
-        let cpu = x * DT * c + sys;
-        (cpu, (f, sys), cpu / s + f.ios * latency)
+        let cpu = x * DT * c + f.ios * major_cpu + f.minor * MINOR_FAULT_SECS;
+        (cpu, f, cpu / s + f.ios * latency)
     };
     let (mut lo, mut hi) = (0.0, s / c);
     if at(hi).2 <= DT {
@@ -44,8 +43,8 @@ pub(super) fn solve(
             if at(mid).2 <= DT { lo = mid } else { hi = mid }
         }
     }
-    let (cpu, (touched, sys), _) = at(lo);
-    Demand { ops: lo, touched, fill_pages: 0.0, cpu, sys, runnable: cpu / s / DT }
+    let (cpu, touched, _) = at(lo);
+    Demand { ops: lo, touched, fill_pages: 0.0, cpu, runnable: cpu / s / DT }
 }
 
 /// Tenant `t` does its step's share `d` of work (its reads `served` by the device
@@ -86,9 +85,7 @@ pub(super) fn run_tenant(
     }
     t.major_faults += got.ios;
     t.minor_faults += got.minor;
-    let ran = if served < 1.0 && got.ios > 0.0 { served } else { 1.0 };
-    t.cpu_secs += d.cpu * ran;
-    t.sys_secs += d.sys * ran;
+    t.cpu_secs += d.cpu * if served < 1.0 && got.ios > 0.0 { served } else { 1.0 };
     t.window_ops += d.ops * DT;
     t.ops_done += d.ops * DT;
     t.window_ios += got.ios;

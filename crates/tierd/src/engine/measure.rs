@@ -158,7 +158,7 @@ impl Engine {
             t.measure.huge = stats.anon_huge;
             t.measure.pinned = pinned;
             // The tenant's own faults, not its cgroup's: those count tierd's reads too.
-            let own_faults = t.read_counters(&self.proc).major_faults;
+            let (own_faults, _) = t.read_counters(&self.proc);
             t.measure.major_faults_total = own_faults;
             // Rates are per interval: only the control loop moves their baseline.
             if rates {

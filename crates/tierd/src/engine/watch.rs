@@ -129,12 +129,11 @@ impl Engine {
             if let Ok(pids) = pids {
                 t.pin_new_procs(&pids);
             }
-            let own = t.read_counters(&self.proc);
-            t.faults.look(now, own.major_faults, own.sys_ticks as f64 / hz, read_secs);
-            let psi = t.progress.psi_so_far(psi);
-            let (work, stall) = t.faults.memory.split(own.cpu_ticks as f64 / hz, psi);
+            let (own_faults, ticks) = t.read_counters(&self.proc);
+            t.faults.look(now, own_faults, read_secs + self.cfg.knobs.fault_cpu_secs);
+            let stall = t.progress.stall_so_far(psi, t.faults.stall_secs);
             let busy = t.procs.iter().any(|p| self.proc.any_thread_busy(p.pid()).unwrap_or(false));
-            if let Some(change) = t.progress.activity.step(secs, work, stall, busy, window, &shares) {
+            if let Some(change) = t.progress.activity.step(secs, ticks as f64 / hz, stall, busy, window, &shares) {
                 changed = true;
                 let said = match change {
                     // A rest began: what lay in runs before may have been read back and
