@@ -91,10 +91,10 @@ fn hot_bytes(t: &TenantView, a: &Activeness, window: f64, interval: f64, k: &Kno
     let mut hot = (now + a.ci_bytes).min(t.size().max(now));
     // Woken within the window: the tracker's window still holds its rest, and what
     // it will touch is the working set it had before (see `moves::working_set`).
+    let reused: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
     let woken = t.at_rest_secs.is_none() && t.since_rest_secs.is_some_and(|s| s <= window);
     if woken {
-        let ws: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
-        hot = hot.max(ws);
+        hot = hot.max(reused);
     }
     // Faulting at its quota, it touches each hot page seldom and an interval's samples
     // undercount its hot set. Reclaim at the quota keeps what it uses, so what it holds
@@ -107,21 +107,18 @@ fn hot_bytes(t: &TenantView, a: &Activeness, window: f64, interval: f64, k: &Kno
     // Never more than the regions it reused lately (or what it touched now): the
     // estimates above count a page that faults twice twice. Not what it holds: a
     // tenant holding cold pages grew its estimate with them, and its quota with that.
-    let reused: u64 = crate::policy::moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
+    // But faulting at a quota of its own that it fills, never less than the quota keeps
+    // and what is out: what else the cgroup holds (page cache, page tables) crowds out
+    // its pages. (Under the shared limit the LRU settles who holds what; just woken, it
+    // faults on what its rest left out.)
+    let at_quota = t.quota.is_some_and(|q| t.dram as f64 * (1.0 + k.headroom) >= q as f64);
+    let floor = out.filter(|_| at_quota && !woken).map_or(0, |out| (t.dram as f64 / (1.0 + k.headroom) + out) as u64);
     if reused > 0 {
-        hot = hot.min(reused.max(now));
+        hot = hot.min(reused.max(now).max(floor));
     }
     // Nor more than it has, in DRAM or on the tier: a thrashing tenant's pages fault,
     // and its samples come back, again and again within an interval.
-    let has = t.footprint.max(t.dram + t.tier);
-    // Faulting at a quota of its own that it fills, it needs more than the quota keeps,
-    // whatever the regions say: what else the cgroup holds (page cache, page tables)
-    // crowds out its pages. (Under the shared limit the LRU settles who holds what.)
-    let at_quota = t.quota.is_some_and(|q| t.dram as f64 * (1.0 + k.headroom) >= q as f64);
-    if let Some(out) = out.filter(|_| at_quota && !woken) {
-        hot = hot.max((t.dram as f64 / (1.0 + k.headroom) + out) as u64);
-    }
-    hot.min(has)
+    hot.min(t.footprint.max(t.dram + t.tier))
 }
 
 /// Bytes of its hot set out of DRAM, as its faults at its quota say: each page it holds
