@@ -211,6 +211,20 @@ impl Engine {
                 et.fault_rates.pop_front();
             }
         }
+        // The tier as measured over the interval just ended, before sampling: the daemon's
+        // pass measures first, so the tracker sizes its sample by this interval's reads.
+        let traffic = host.device.take_interval();
+        let used: f64 = host.tenants.iter().map(|t| t.mem.swapped_pages()).sum();
+        self.tier = TierView {
+            size_bytes: self.settings.tier_size,
+            used_bytes: (used * PAGE) as u64,
+            read_latency_us: traffic.read_latency_us.or(self.tier.read_latency_us),
+            read_bytes_per_sec: traffic.read_bytes_per_sec,
+            write_bytes_per_sec: traffic.write_bytes_per_sec,
+            utilization: traffic.utilization,
+            others_utilization: traffic.others_utilization,
+            ..TierView::default()
+        };
         let read_secs = self.tier.read_latency_us.map(|us| us / 1e6);
         if sample {
             for (et, t) in self.tenants.iter_mut().zip(host.tenants.iter_mut()) {
@@ -232,18 +246,6 @@ impl Engine {
                 spent += s;
             }
         }
-        let traffic = host.device.take_interval();
-        let used: f64 = host.tenants.iter().map(|t| t.mem.swapped_pages()).sum();
-        self.tier = TierView {
-            size_bytes: self.settings.tier_size,
-            used_bytes: (used * PAGE) as u64,
-            read_latency_us: traffic.read_latency_us.or(self.tier.read_latency_us),
-            read_bytes_per_sec: traffic.read_bytes_per_sec,
-            write_bytes_per_sec: traffic.write_bytes_per_sec,
-            utilization: traffic.utilization,
-            others_utilization: traffic.others_utilization,
-            ..TierView::default()
-        };
         for et in &mut self.tenants {
             et.short_secs = et.shortfall.observe(now, et.predicted, &et.activity, self.settings.knobs.shortfall);
         }
