@@ -19,9 +19,9 @@ use crate::memory::Memory;
 
 const CLUSTER: f64 = 4.0;
 const TARGET_REL_CI: f64 = 0.05;
-/// Share of a tenant's time the refaults of its samples may take when each is a read.
+/// Share of a tenant's time the refaults of its samples may take when each is a read;
+/// one cluster an interval is drawn however slow the tier, as in the daemon.
 const REFAULT_TIME_SHARE: f64 = 0.01;
-const MIN_IO_PAGES: f64 = 32.0;
 
 #[derive(Debug, Clone, Copy)]
 struct Sample {
@@ -273,7 +273,7 @@ impl Tracker {
         let (back, sampled) = self.batches.iter().fold((0.0, 0.0), |(b, s), x| (b + x.returned, s + x.sampled));
         let share = if sampled == 0.0 { 1.0 } else { (back / sampled).max(0.05) };
         let refaults = REFAULT_TIME_SHARE * self.interval / read;
-        (refaults / share).max(MIN_IO_PAGES)
+        (refaults / share).max(CLUSTER)
     }
 
     fn update_budget(&mut self, spent: f64, drawn: f64, tracked: f64, now: f64) {

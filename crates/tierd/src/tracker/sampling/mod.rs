@@ -50,11 +50,9 @@ const CANARIES: usize = 2;
 /// its swap slot, so `MADV_PAGEOUT` frees it at once and its next touch reads the tier:
 /// on a hard-disk-like tier (150 reads/s) the default sample's refaults kept four
 /// tenants waiting on the disk and they ran at 0.44 of dram, against 0.79 with 64
-/// pages an interval (overcommit-sweep/1.4x slow).
+/// pages an interval (overcommit-sweep/1.4x slow). However slow the tier, one cluster
+/// an interval is still drawn, so the window keeps an estimate.
 const REFAULT_TIME_SHARE: f64 = 0.01;
-/// The fewest small pages sampled per interval however slow the tier: 8 clusters,
-/// a ±20% window estimate.
-const MIN_IO_PAGES: u32 = 32;
 
 /// Settings of a sampling tracker.
 #[derive(Debug, Clone, Copy)]
@@ -219,7 +217,7 @@ impl SamplingTracker {
         let (back, sampled) = self.batches.iter().fold((0, 0), |(b, s), x| (b + x.returned, s + x.sampled));
         let share = if sampled == 0 { 1.0 } else { (back as f64 / sampled as f64).max(0.05) };
         let refaults = REFAULT_TIME_SHARE * self.cfg.interval_secs / read;
-        (refaults / share).clamp(MIN_IO_PAGES as f64, (u32::MAX - 1) as f64) as u32
+        (refaults / share).clamp(self.cfg.cluster_pages as f64, (u32::MAX - 1) as f64) as u32
     }
 
     /// `back` bytes of a small sample drawn at `drawn` came back.
@@ -410,7 +408,11 @@ mod tests {
         // A hard disk: 7 ms a read leaves 1% of 5 s for 7 refaults; before any sample
         // came back, every sampled page counts as one.
         t.tier_read_time(0.007);
-        assert_eq!(t.io_budget_pages(), MIN_IO_PAGES, "7 pages is under the floor");
+        assert_eq!(t.io_budget_pages(), 7);
+        // The same disk queued behind thrashing tenants, 60 ms a read: not one refault
+        // fits, and one cluster is still drawn.
+        t.tier_read_time(0.060);
+        assert_eq!(t.io_budget_pages(), cfg.cluster_pages, "one cluster, not the 32 pages that took 38% of its time");
         // NVMe: 150 µs a read, a quarter of the samples come back: 333 refaults.
         t.tier_read_time(150e-6);
         t.batches.push_back(Batch {
