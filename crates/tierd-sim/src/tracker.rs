@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use tierd_core::estimates::{Estimate, Estimates, WindowTouched, distinct_faulted, mean_and_var};
+use tierd_core::estimates::{Estimate, Estimates, WindowTouched, distinct_faulted, mean_and_var, refault_budget_pages};
 use tierd_core::snapshot::{Activeness, Range, Region};
 
 use crate::calib::{PAGE, REGION, SAMPLE_CPU_SECS, SCAN_CPU_SECS_PER_GIB};
@@ -19,9 +19,6 @@ use crate::memory::Memory;
 
 const CLUSTER: f64 = 4.0;
 const TARGET_REL_CI: f64 = 0.05;
-/// Share of a tenant's time the refaults of its samples may take when each is a read;
-/// one cluster an interval is drawn however slow the tier, as in the daemon.
-const REFAULT_TIME_SHARE: f64 = 0.01;
 
 #[derive(Debug, Clone, Copy)]
 struct Sample {
@@ -271,9 +268,7 @@ impl Tracker {
     fn io_budget_pages(&self, read_secs: Option<f64>) -> f64 {
         let Some(read) = read_secs.filter(|s| *s > 0.0) else { return f64::INFINITY };
         let (back, sampled) = self.batches.iter().fold((0.0, 0.0), |(b, s), x| (b + x.returned, s + x.sampled));
-        let share = if sampled == 0.0 { 1.0 } else { (back / sampled).max(0.05) };
-        let refaults = REFAULT_TIME_SHARE * self.interval / read;
-        (refaults / share).max(CLUSTER)
+        refault_budget_pages(back, sampled, self.interval, read, CLUSTER)
     }
 
     fn update_budget(&mut self, spent: f64, drawn: f64, tracked: f64, now: f64) {

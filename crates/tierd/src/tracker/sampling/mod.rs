@@ -30,7 +30,7 @@ mod region;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use tierd_core::estimates::{Estimates, WindowTouched};
+use tierd_core::estimates::{Estimates, WindowTouched, refault_budget_pages};
 use tierd_core::size::PAGE;
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::Pidfd;
@@ -45,14 +45,6 @@ const HUGE_RECHECK_INTERVALS: f64 = 20.0;
 /// Known-hot huge pages sampled per interval all the same, to notice a tenant going
 /// quiet: when half of them were not touched, every huge page is measured again.
 const CANARIES: usize = 2;
-/// Share of a tenant's time the refaults of its sampled pages may take when each is a
-/// read from the tier. A sampled page that came back from the tier before still has
-/// its swap slot, so `MADV_PAGEOUT` frees it at once and its next touch reads the tier:
-/// on a hard-disk-like tier (150 reads/s) the default sample's refaults kept four
-/// tenants waiting on the disk and they ran at 0.44 of dram, against 0.79 with 64
-/// pages an interval (overcommit-sweep/1.4x slow). However slow the tier, one cluster
-/// an interval is still drawn, so the window keeps an estimate.
-const REFAULT_TIME_SHARE: f64 = 0.01;
 
 /// Settings of a sampling tracker.
 #[derive(Debug, Clone, Copy)]
@@ -209,15 +201,14 @@ impl SamplingTracker {
         }
     }
 
-    /// The most small pages the tier's read time allows per interval (see
-    /// [`REFAULT_TIME_SHARE`]): the sampled pages that will come back, at the share that
-    /// came back over the window (all of them before any did), each a read.
+    /// The most small pages the tier's read time allows per interval
+    /// ([`refault_budget_pages`]); no cap before a tier read was timed.
     fn io_budget_pages(&self) -> u32 {
         let Some(read) = self.tier_read_secs.filter(|s| *s > 0.0) else { return u32::MAX };
         let (back, sampled) = self.batches.iter().fold((0, 0), |(b, s), x| (b + x.returned, s + x.sampled));
-        let share = if sampled == 0 { 1.0 } else { (back as f64 / sampled as f64).max(0.05) };
-        let refaults = REFAULT_TIME_SHARE * self.cfg.interval_secs / read;
-        (refaults / share).clamp(self.cfg.cluster_pages as f64, (u32::MAX - 1) as f64) as u32
+        let cluster = self.cfg.cluster_pages as f64;
+        let pages = refault_budget_pages(back as f64, sampled as f64, self.cfg.interval_secs, read, cluster);
+        pages.min((u32::MAX - 1) as f64) as u32
     }
 
     /// `back` bytes of a small sample drawn at `drawn` came back.
