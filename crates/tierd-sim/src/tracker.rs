@@ -11,7 +11,9 @@
 
 use std::collections::VecDeque;
 
-use tierd_core::estimates::{Estimate, Estimates, WindowTouched, distinct_faulted, mean_and_var, refault_budget_pages};
+use tierd_core::estimates::{
+    Estimate, Estimates, WindowTouched, distinct_faulted, mean_and_var, refault_budget_pages, spread_draws,
+};
 use tierd_core::snapshot::{Activeness, Range, Region};
 
 use crate::calib::{PAGE, REGION, SAMPLE_CPU_SECS, SCAN_CPU_SECS_PER_GIB};
@@ -77,6 +79,9 @@ pub struct Tracker {
     pub prefetched: Vec<bool>,
     /// CPU seconds spent so far.
     pub cpu_secs: f64,
+    /// Draws so far, and the comb's phase ([`spread_draws`]), drawn at the first.
+    turn: u64,
+    phase: Option<f64>,
 }
 
 /// What the tracker is told at an observation.
@@ -118,6 +123,8 @@ impl Tracker {
             last_observed: None,
             prefetched: vec![false; regions],
             cpu_secs: 0.0,
+            turn: 0,
+            phase: None,
         }
     }
 
@@ -296,9 +303,11 @@ impl Tracker {
             return 0.0;
         }
         let clusters = (self.pages / CLUSTER).ceil().min(acc / CLUSTER).max(1.0) as usize;
-        self.fresh = (0..clusters)
-            .map(|_| {
-                let x = rng.f64() * acc;
+        let phase = *self.phase.get_or_insert_with(|| rng.f64());
+        self.turn += 1;
+        self.fresh = spread_draws(acc, clusters, self.turn, phase)
+            .into_iter()
+            .map(|x| {
                 let i = cum.partition_point(|&c| c <= x).min(cum.len() - 1);
                 let (region, class) = (i / k, i % k);
                 mem.page_out_some(region, class, CLUSTER);

@@ -146,6 +146,9 @@ pub struct SamplingTracker {
     cfg: SamplingConfig,
     proc: ProcFs,
     rng: fastrand::Rng,
+    /// Small-page draws so far and the comb's phase (`estimates::spread_draws`).
+    turn: u64,
+    phase: f64,
     pages: u32,
     /// Samples drawn at the last observation, to check now.
     fresh: Vec<Sample>,
@@ -182,6 +185,8 @@ impl SamplingTracker {
             cfg,
             proc,
             rng: fastrand::Rng::with_seed(seed),
+            turn: 0,
+            phase: fastrand::Rng::with_seed(seed ^ 0x5eed).f64(),
             pages: cfg.sample_pages,
             fresh: Vec::new(),
             pending: Vec::new(),
