@@ -202,7 +202,7 @@ pub fn run_scenarios(plan: &Plan, chosen: &[crate::suite::Scenario], seeds: usiz
 }
 
 /// Prints one run of the plan's only point, second by second.
-pub fn trace(plan: &Plan) -> anyhow::Result<i32> {
+pub fn trace(plan: &Plan, repetition: usize) -> anyhow::Result<i32> {
     let chosen = crate::suite::select(plan)?;
     let points: Vec<(&str, &Point)> =
         chosen.iter().flat_map(|s| s.points.iter().map(move |p| (s.name.as_str(), p))).collect();
@@ -214,7 +214,7 @@ pub fn trace(plan: &Plan) -> anyhow::Result<i32> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let header = format!(
-        "# {name}/{} in {}, seed 0\n{:>6} {:<10} {:<14} {:>11} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8}",
+        "# {name}/{} in {}, seed {repetition}\n{:>6} {:<10} {:<14} {:>11} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8}",
         p.label,
         mode.name(),
         "t",
@@ -230,7 +230,7 @@ pub fn trace(plan: &Plan) -> anyhow::Result<i32> {
     );
     // A reader that stops early (`| head`) ends the output, not the program.
     let mut open = writeln!(out, "{header}").is_ok();
-    let sd = seed(&format!("{name}/{}", p.label), 0);
+    let sd = seed(&format!("{name}/{}", p.label), repetition);
     tierd_sim::simulate_traced(&model, mode, sd, |lines| {
         for l in lines {
             if !open {

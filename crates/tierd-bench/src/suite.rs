@@ -115,8 +115,9 @@ pub struct ModeResult {
     pub p99_latency_ratio: f64,
     /// Per measured tenant: median throughput relative to the same tenant under `dram`.
     pub tenants: Vec<(String, f64)>,
-    /// Wake-up: seconds until back to 95% of the `dram` throughput before idling,
-    /// median over repetitions (a repetition that never got there counts as never).
+    /// Wake-up: seconds until back to 95% of the `dram` throughput before idling (of
+    /// the same round's `dram` repetition where each has one), median over
+    /// repetitions (a repetition that never got there counts as never).
     pub recovery_secs: Option<f64>,
     pub recovery_each: Vec<Option<f64>>,
     /// Wake-up: seconds until back to 95% of the rate it settles at later in the same
@@ -716,5 +717,27 @@ mod tests {
         assert_eq!(t.settled_relative, Some(0.96));
         let never = aggregate(p, &sc, &[(Mode::Tierd, vec![tierd[2].clone(), tierd[2].clone(), tierd[0].clone()])]);
         assert_eq!(never.mode(Mode::Tierd).unwrap().recovery_secs, None);
+    }
+
+    #[test]
+    fn each_wake_up_is_timed_against_the_reference_of_its_own_round() {
+        let sc = catalogue(1.0).into_iter().find(|s| s.name == "wake-up").unwrap();
+        let p = &sc.points[0];
+        let wake = |before: f64, level: f64| Sample {
+            before,
+            after: (1..=6).map(|i| (i as f64, if i < 3 { level / 10.0 } else { level })).collect(),
+            ..steady_sample(&[level], 1.0)
+        };
+        // The third round ran on a slower machine: its dram did 90, and tierd got back to 90.
+        let dram = vec![wake(100.0, 100.0), wake(104.0, 104.0), wake(90.0, 90.0)];
+        let tierd = vec![wake(100.0, 100.0), wake(104.0, 104.0), wake(90.0, 90.0)];
+        let r = aggregate(p, &sc, &[(Mode::Dram, dram.clone()), (Mode::Tierd, tierd.clone())]);
+        assert_eq!(r.mode(Mode::Tierd).unwrap().recovery_each, vec![Some(3.0); 3], "90 is 100% of its round");
+        // Against the median (100), 90 never gets to 95%: so it is read without rounds to pair.
+        let unpaired = aggregate(p, &sc, &[(Mode::Dram, dram[..2].to_vec()), (Mode::Tierd, tierd)]);
+        assert_eq!(unpaired.mode(Mode::Tierd).unwrap().recovery_each[2], None);
+        // Pairing does not let a tenant that stays low pass: 50 of its round's 100 is never.
+        let low = aggregate(p, &sc, &[(Mode::Dram, dram[..1].to_vec()), (Mode::Tierd, vec![wake(100.0, 50.0)])]);
+        assert_eq!(low.mode(Mode::Tierd).unwrap().recovery_each, vec![None]);
     }
 }

@@ -122,10 +122,14 @@ struct WakeUp {
 }
 
 /// How fast each repetition of `s` got back after waking, against the reference's
-/// throughput before idling, and against where it settles.
+/// throughput before idling, and against where it settles. Each repetition is timed
+/// against the reference's repetition of the same round when there is one for each
+/// (modes interleave within a round; in the simulator a round is a seed, and a seed's
+/// machine can be 5% slower than the median's, so no tenant of it reached 95% of that).
 fn wake_up(s: &[Sample], base: &[Sample]) -> WakeUp {
     let before = med(base, &|x| x.before);
-    let each: Vec<Option<f64>> = s.iter().map(|x| recovery_secs(&x.after, before)).collect();
+    let paired = |i: usize| if base.len() == s.len() { base[i].before } else { before };
+    let each: Vec<Option<f64>> = s.iter().enumerate().map(|(i, x)| recovery_secs(&x.after, paired(i))).collect();
     let settled: Vec<Option<f64>> = s.iter().map(|x| settled_rate(&x.after)).collect();
     let settle_each: Vec<Option<f64>> =
         s.iter().zip(&settled).map(|(x, r)| r.and_then(|r| recovery_secs(&x.after, r))).collect();

@@ -86,6 +86,10 @@ pub struct SimArgs {
     /// the first mode given, seed 0): ops/s, DRAM, tier, quota, faults/s.
     #[arg(long)]
     trace: bool,
+    /// With --trace: the repetition to follow, as numbered in the report (seed 0 is
+    /// the first), to see why one of them stood out.
+    #[arg(long, value_name = "N", requires = "trace", default_value_t = 0)]
+    trace_seed: usize,
     /// Simulate every point of the real results in --real, in its modes, and write
     /// validation.md and validation.json (the simulator against the real suite),
     /// the simulated points themselves in --out/validation/.
@@ -102,7 +106,7 @@ pub struct SimArgs {
 
 impl SimArgs {
     pub fn run(self) -> anyhow::Result<i32> {
-        let SimArgs { points, out, seeds, trace, validate, real, property } = self;
+        let SimArgs { points, out, seeds, trace, trace_seed, validate, real, property } = self;
         if let Some(n) = property {
             let p = tierd_bench::property::run(n, seeds)?;
             tierd_bench::property::write(&out, &p)?;
@@ -116,7 +120,7 @@ impl SimArgs {
             return Ok(0);
         }
         if trace {
-            return tierd_bench::sim::trace(&points.plan(0, true, true)?);
+            return tierd_bench::sim::trace(&points.plan(0, true, true)?, trace_seed);
         }
         if validate {
             let text = std::fs::read_to_string(&real).with_context(|| format!("cannot read {}", real.display()))?;
