@@ -349,14 +349,16 @@ fn an_idle_tenant_is_seen_at_rest_within_seconds_and_its_hot_set_is_back_soon_af
     assert!(pushed > 100.0, "its memory went to the tier while idle: {pushed:.0} MiB");
 
     // Its CPU stopped when it went idle: tierd sees it at rest within seconds, not after
-    // an interval or two of samples.
+    // an interval or two of samples. The bound is under one 5 s interval: the reports give
+    // the idle start to the second, the watch's quiet step waits while a pass moves pages
+    // (up to a second), and the poll adds a quarter (CI under load read 3.6 s once).
     let stdout = d.tenant_stdout("sleepy");
     let tail: Vec<&str> = stdout.lines().rev().take(20).collect();
     let idle_from = first_idle_report(&stdout)
         .unwrap_or_else(|| panic!("the workload reported no idle phase; its last lines, newest first:\n{tail:#?}"))
         - 1.0;
     let rested = samples.iter().find(|s| s.2).unwrap_or_else(|| panic!("never seen at rest: {samples:?}"));
-    assert!(rested.0 - idle_from <= 3.5, "at rest {:.1} s after it went idle", rested.0 - idle_from);
+    assert!(rested.0 - idle_from <= 4.5, "at rest {:.1} s after it went idle", rested.0 - idle_from);
     assert!(!samples.iter().any(|s| s.2 && s.0 < idle_from), "at rest while it was busy: {samples:?}");
     let (idle_end, _) = wake_window(&stdout).expect("the workload reported its wake-up");
     // Back means the part of its hot set on the tier at the wake-up (what it has there
