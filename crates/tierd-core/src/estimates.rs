@@ -158,6 +158,25 @@ pub fn spread_draws(total: f64, n: usize, turn: u64, phase: f64) -> Vec<f64> {
     (0..n).map(|j| (offset + j as f64 * stride).min(total.next_down())).collect()
 }
 
+/// A tracker's comb ([`spread_draws`]): its phase, drawn once, and the turns so far.
+#[derive(Debug, Clone, Copy)]
+pub struct Comb {
+    phase: f64,
+    turn: u64,
+}
+
+impl Comb {
+    pub fn new(phase: f64) -> Comb {
+        Comb { phase, turn: 0 }
+    }
+
+    /// This interval's `n` draws over `total`; the next call turns the comb.
+    pub fn draws(&mut self, total: f64, n: usize) -> Vec<f64> {
+        self.turn += 1;
+        spread_draws(total, n, self.turn, self.phase)
+    }
+}
+
 /// Distinct bytes an interval brought in: `faulted_in` counted by residency (each page
 /// once) or, where more, `tier_fault_bytes` (a page each fault) folded onto the
 /// `tier_bytes` still out plus what came in, as uniform draws over them would land.

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use tierd_core::estimates::{
-    Estimate, Estimates, WindowTouched, distinct_faulted, mean_and_var, refault_budget_pages, spread_draws,
+    Comb, Estimate, Estimates, WindowTouched, distinct_faulted, mean_and_var, refault_budget_pages,
 };
 use tierd_core::snapshot::{Activeness, Range, Region};
 
@@ -79,9 +79,8 @@ pub struct Tracker {
     pub prefetched: Vec<bool>,
     /// CPU seconds spent so far.
     pub cpu_secs: f64,
-    /// Draws so far, and the comb's phase ([`spread_draws`]), drawn at the first.
-    turn: u64,
-    phase: Option<f64>,
+    /// Where samples fall ([`Comb`]), its phase drawn at the first draw.
+    comb: Option<Comb>,
 }
 
 /// What the tracker is told at an observation.
@@ -123,8 +122,7 @@ impl Tracker {
             last_observed: None,
             prefetched: vec![false; regions],
             cpu_secs: 0.0,
-            turn: 0,
-            phase: None,
+            comb: None,
         }
     }
 
@@ -303,9 +301,9 @@ impl Tracker {
             return 0.0;
         }
         let clusters = (self.pages / CLUSTER).ceil().min(acc / CLUSTER).max(1.0) as usize;
-        let phase = *self.phase.get_or_insert_with(|| rng.f64());
-        self.turn += 1;
-        self.fresh = spread_draws(acc, clusters, self.turn, phase)
+        let comb = self.comb.get_or_insert_with(|| Comb::new(rng.f64()));
+        self.fresh = comb
+            .draws(acc, clusters)
             .into_iter()
             .map(|x| {
                 let i = cum.partition_point(|&c| c <= x).min(cum.len() - 1);

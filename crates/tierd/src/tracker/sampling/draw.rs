@@ -1,6 +1,5 @@
 //! Drawing next interval's samples: clustered small pages and whole huge pages.
 
-use tierd_core::estimates::spread_draws;
 use tierd_core::size::PAGE;
 use tierd_sys::pagemap::{PAGE_IS_HUGE, PAGE_IS_PRESENT, PageRegion};
 
@@ -8,7 +7,8 @@ use super::{CANARIES, HUGE_RECHECK_INTERVALS, REGION, Sample, SamplingTracker};
 
 impl SamplingTracker {
     /// Draws clustered samples from the present, non-huge runs of each process, spread
-    /// over them as a comb that turns each interval ([`spread_draws`]), and unmaps them. Returns the samples and the bytes they were drawn from.
+    /// over them as a comb that turns each interval (`estimates::Comb`), and unmaps
+    /// them. Returns the samples and the bytes they were drawn from.
     pub(super) fn draw(&mut self, scans: &[(u32, Vec<PageRegion>)], now: f64, any_queued: bool) -> (Vec<Sample>, u64) {
         // Regions waiting to be rebuilt as huge pages are left alone: a sample in flight
         // makes `MADV_COLLAPSE` fail (EAGAIN) on the whole region. They were just seen
@@ -47,8 +47,7 @@ impl SamplingTracker {
         let pages = self.pages as u64;
         let clusters = (pages * PAGE).div_ceil(cluster).min(total.div_ceil(cluster)).max(1);
         let mut picked: Vec<Sample> = Vec::with_capacity(clusters as usize);
-        self.turn += 1;
-        for x in spread_draws(total as f64, clusters as usize, self.turn, self.phase) {
+        for x in self.comb.draws(total as f64, clusters as usize) {
             let x = (x as u64).min(total - 1);
             let i = cum.partition_point(|&c| c <= x);
             let (pid, run) = pool[i];

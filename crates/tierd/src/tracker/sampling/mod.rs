@@ -30,7 +30,7 @@ mod region;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use tierd_core::estimates::{Estimates, WindowTouched, refault_budget_pages};
+use tierd_core::estimates::{Comb, Estimates, WindowTouched, refault_budget_pages};
 use tierd_core::size::PAGE;
 use tierd_core::snapshot::{Activeness, Range, Region};
 use tierd_sys::madvise::Pidfd;
@@ -146,9 +146,8 @@ pub struct SamplingTracker {
     cfg: SamplingConfig,
     proc: ProcFs,
     rng: fastrand::Rng,
-    /// Small-page draws so far and the comb's phase (`estimates::spread_draws`).
-    turn: u64,
-    phase: f64,
+    /// Where small-page samples fall ([`Comb`]).
+    comb: Comb,
     pages: u32,
     /// Samples drawn at the last observation, to check now.
     fresh: Vec<Sample>,
@@ -185,8 +184,7 @@ impl SamplingTracker {
             cfg,
             proc,
             rng: fastrand::Rng::with_seed(seed),
-            turn: 0,
-            phase: fastrand::Rng::with_seed(seed ^ 0x5eed).f64(),
+            comb: Comb::new(fastrand::Rng::with_seed(seed ^ 0x5eed).f64()),
             pages: cfg.sample_pages,
             fresh: Vec::new(),
             pending: Vec::new(),
