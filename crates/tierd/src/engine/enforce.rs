@@ -116,9 +116,15 @@ impl Engine {
     /// running tenants' guarantees.
     fn set_group_limits(&mut self, plan: &Plan) {
         if plan.group_limit != self.group_limit {
+            // A v1 limit written below what the group holds reclaims in the write, and
+            // fails where reclaim frees nothing: said once, tried again each pass.
             match self.cg.set_limit(&self.group_rel(), plan.group_limit) {
-                Ok(()) => self.group_limit = plan.group_limit,
-                Err(e) => self.events.warn(None, format!("cannot set the group limit: {e}")),
+                Ok(()) => (self.group_limit, self.group_limit_failing) = (plan.group_limit, false),
+                Err(e) if !self.group_limit_failing => {
+                    self.group_limit_failing = true;
+                    self.events.warn(None, format!("cannot set the group limit: {e}; tried again at each pass"));
+                }
+                Err(_) => {}
             }
         }
         // Host-wide reclaim honours a tenant's protection only within its parent's.

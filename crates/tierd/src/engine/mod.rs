@@ -92,6 +92,8 @@ pub struct Engine {
     tenants: BTreeMap<TenantName, Tenant>,
     pub events: Events,
     group_limit: Option<u64>,
+    /// Whether the last write of the group's limit failed (said once until one is taken).
+    group_limit_failing: bool,
     /// Whether the group's reclaim at its v2 `memory.high` moves anything.
     group_reclaim: tierd_core::waits::ReclaimProgress,
     /// The DRAM written as protected over all tenants (v2 `memory.low` of the group).
@@ -154,6 +156,7 @@ impl Engine {
             tenants: BTreeMap::new(),
             events,
             group_limit: None,
+            group_limit_failing: false,
             io_prev: None,
             group_protected: None,
             tier_view: TierView::default(),

@@ -92,14 +92,14 @@ impl Engine {
         }
     }
 
-    /// Wakes the tasks waiting at the group limit: v2 gets room, v1's group keeps a page
-    /// (its raised limit is not written back: that would reclaim where reclaim fails).
+    /// Wakes the tasks waiting at the group limit: v2 gets room, v1 a page (room there
+    /// did not save the tenants a charge outside a fault kills; docs/decisions/005).
+    /// Either raise is recorded, so the next pass writes the budget back: left, v1's
+    /// pages added up, a page a wake, for as long as tierd ran.
     fn wake_group(&mut self, group: &str, v2: bool) {
         let wake = if v2 { cgroup::Wake::Room(limit_margin(self.cfg.dram_budget)) } else { cgroup::Wake::Page };
         match self.cg.release_waiters(group, wake) {
-            // v2's room is recorded, so the next pass writes the planned limit back.
-            Ok(raised) if v2 => self.group_limit = raised.or(self.group_limit),
-            Ok(_) => {}
+            Ok(raised) => self.group_limit = raised.or(self.group_limit),
             Err(e) => self.events.warn(None, format!("cannot wake tasks waiting at the group limit: {e}")),
         }
     }
@@ -374,11 +374,33 @@ mod waiters {
     }
 
     #[test]
-    fn a_v1_group_limit_is_raised_by_a_page_and_not_recorded() {
+    fn a_group_limit_the_kernel_will_not_lower_yet_is_said_once_and_tried_again_each_pass() {
+        use std::sync::atomic::Ordering::Relaxed;
         let (cg, mut e) = engine(&["tierd/tenants"]);
-        let before = e.group_limit;
+        let budget = e.cfg.dram_budget;
         e.release_waiters();
-        assert_eq!(*cg.writes.lock().unwrap(), [Write::Wake("tierd/tenants".into(), cgroup::Wake::Page)]);
-        assert_eq!(e.group_limit, before, "writing it back would reclaim where reclaim fails");
+        cg.refuse_limits.store(2, Relaxed);
+        let plan = Plan { group_limit: Some(budget), tenants: Vec::new(), notes: Vec::new() };
+        for _ in 0..3 {
+            e.enforce(&plan);
+        }
+        let said = fixture::said(&e);
+        assert_eq!(said.iter().filter(|m| m.contains("cannot set the group limit")).count(), 1, "{said:?}");
+        assert_eq!((e.group_limit, cg.limits_of("tierd/tenants")), (Some(budget), vec![Some(budget)]));
+    }
+
+    #[test]
+    fn a_v1_group_limit_is_raised_by_a_page_that_the_next_pass_takes_back() {
+        let (cg, mut e) = engine(&["tierd/tenants"]);
+        let budget = e.cfg.dram_budget;
+        for _ in 0..3 {
+            e.release_waiters();
+            assert_eq!(e.group_limit, Some(64 * MIB + 4096), "a page above what the group holds");
+            e.enforce(&Plan { group_limit: Some(budget), tenants: Vec::new(), notes: Vec::new() });
+            assert_eq!(e.group_limit, Some(budget), "the budget written back");
+        }
+        let wakes =
+            cg.writes.lock().unwrap().iter().filter(|w| matches!(w, Write::Wake(_, cgroup::Wake::Page))).count();
+        assert_eq!((wakes, cg.limits_of("tierd/tenants")), (3, vec![Some(budget); 3]), "no page kept for good");
     }
 }
