@@ -93,9 +93,8 @@ impl Engine {
     }
 
     /// Wakes the tasks waiting at the group limit: v2 gets room, v1 a page (room there
-    /// did not save the tenants a charge outside a fault kills; docs/decisions/005).
-    /// Either raise is recorded, so the next pass writes the budget back: left, v1's
-    /// pages added up, a page a wake, for as long as tierd ran.
+    /// saved no tenant; docs/decisions/005). Either raise is recorded, so the next pass
+    /// writes the budget back instead of the limit growing a page a wake.
     fn wake_group(&mut self, group: &str, v2: bool) {
         let wake = if v2 { cgroup::Wake::Room(limit_margin(self.cfg.dram_budget)) } else { cgroup::Wake::Page };
         match self.cg.release_waiters(group, wake) {
