@@ -1,13 +1,15 @@
 # Runs inside the guest of scripts/guest-host.sh (busybox sh): tierd on cgroup v2 with
 # the virtual disk as its tier (an NVMe drive, /dev/nvme0n1, where QEMU gave one, else
-# /dev/vda), a workload tenant at 3x the DRAM left to it and
-# one kept off the tier (--no-tier), then a cgroup it did not create adopted and
-# released. Lines starting "guest-check:" are read by crates/tierd/tests/guests.rs.
+# /dev/vda), a workload tenant at 3x the DRAM left to it and one kept off the tier
+# (--no-tier), then a cgroup it did not create and a container crun started, each adopted
+# and released. Lines starting "guest-check:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-check: $*"; }
 # shellcheck source=scripts/guest-marker.sh
 . /bin/guest-marker
 # shellcheck source=scripts/guest-common.sh
 . /bin/guest-common
+# shellcheck source=scripts/guest-container.sh
+. /bin/guest-container
 say "kernel $(uname -r), $(grep " /sys/fs/cgroup " /proc/mounts | cut -d" " -f1,3), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 say "doctor $(tierctl doctor --json | tr -d '\n')"
 say "kernel said $(dmesg | grep -i -e 'device-mapper' -e 'crypt' -e insmod | tail -n 5 | tr '\n' ' ')"
@@ -102,6 +104,7 @@ if [ "$up" = yes ]; then
   # tenant paged out is not on the disk under it.
   say "plaintext on the disk: $(plaintext_on $tier) lines of the marker"
   adopt_check
+  container_check
 else
   say "fail: tierd did not come up"
 fi

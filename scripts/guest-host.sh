@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the guests that run tierd itself on kernels other than the host's: Debian's
 # 6.12 (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU) and 6.1 (no PAGEMAP_SCAN),
-# each with busybox, util-linux's mkswap and blkid, dmsetup, and static tierd, tierctl
-# and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk and the
+# each with busybox, util-linux's mkswap and blkid, dmsetup, Debian's crun (an OCI
+# runtime), and static tierd, tierctl and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk and the
 # NVMe driver (the tier is a virtual disk, /dev/vda or /dev/nvme0n1, a real block
 # device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
@@ -52,16 +52,30 @@ cp target/guest/dl/busybox-static/bin/busybox "$root/bin/busybox"
 for b in tierd tierctl tierd-bench; do
   strip -o "$root/bin/$b" "target/static/x86_64-unknown-linux-gnu/release/$b"
 done
+# Debian's crun (an OCI runtime: the main check's container), unpacked with libyajl2,
+# which a host without crun lacks; its other libraries are the host's.
+fetch target/guest/dl crun
+fetch target/guest/dl libyajl2
+yajl=$PWD/target/guest/dl/libyajl2/usr/lib/x86_64-linux-gnu
+copy_with_libs() { # BINARY NAME: into the guest as /bin/NAME.host, with the libraries it loads
+  local lib dest missing
+  cp "$1" "$root/bin/$2.host"
+  missing=$(LD_LIBRARY_PATH=$yajl ldd "$1" | grep "not found" || true)
+  [ -z "$missing" ] || { echo "guest-host: $1 needs libraries the host lacks: $missing" >&2; exit 1; }
+  for lib in $(LD_LIBRARY_PATH=$yajl ldd "$1" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}'); do
+    # The unpacked libyajl goes where the guest's loader looks; the host's keep their paths.
+    dest=$lib
+    [[ $lib == "$yajl"/* ]] && dest=/lib/x86_64-linux-gnu/${lib##*/}
+    mkdir -p "$root$(dirname "$dest")"
+    cp -L "$lib" "$root$dest"
+  done
+}
 # util-linux's mkswap and blkid, as a host has them (busybox's mkswap lacks -f, and it
 # has no blkid), and dmsetup (the fault check's failing tier), with the libraries they load.
 for b in mkswap blkid dmsetup; do
-  bin=$(command -v "$b")
-  cp "$bin" "$root/bin/$b.host"
-  for lib in $(ldd "$bin" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}'); do
-    mkdir -p "$root$(dirname "$lib")"
-    cp -L "$lib" "$root$lib"
-  done
+  copy_with_libs "$(command -v "$b")" "$b"
 done
+copy_with_libs target/guest/dl/crun/usr/bin/crun crun
 # virtio_blk and, where they are modules (6.1), what it needs, in load order; the NVMe
 # driver (the main check's tier on 6.12 is an NVMe drive, for its health log); then
 # device-mapper with its delay and flakey targets (the fault checks), and dm-crypt with the
@@ -86,11 +100,12 @@ cp scripts/guest-marker.sh "$root/bin/guest-marker"
 cp scripts/guest-damon.sh "$root/bin/guest-damon"
 cp scripts/guest-outgrow.sh "$root/bin/guest-outgrow"
 cp scripts/guest-cache.sh "$root/bin/guest-cache"
+cp scripts/guest-container.sh "$root/bin/guest-container"
 cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
-for b in mkswap blkid dmsetup; do ln -sf "$b.host" "/bin/$b"; done
+for b in mkswap blkid dmsetup crun; do ln -sf "$b.host" "/bin/$b"; done
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev

@@ -296,6 +296,7 @@ fn tenants_are_tiered_or_kept_off_the_tier_and_keep_every_page(series: &str, tie
         assert_eq!(summary["verified_pages"], bytes / 4096, "every page of {name} read back: {log}");
     }
     an_adopted_cgroup_is_tiered_and_released_as_it_was(&console, &log);
+    a_container_crun_started_is_adopted_tiered_and_released_with_its_limit_back(&console, &log);
     Some(log)
 }
 
@@ -347,6 +348,38 @@ fn an_adopted_cgroup_is_tiered_and_released_as_it_was(console: &str, log: &str) 
         vm1["tier_bytes"].as_u64().unwrap_or(0) / MIB,
         vm1["dram_bytes"].as_u64().unwrap_or(0) / MIB,
         settings("after")
+    );
+}
+
+/// A container Debian's crun started (cgroupfs manager, `cgroupsPath`
+/// `/machine.slice/ctr1`, a 256 MiB memory limit, its workload in a PID namespace), as
+/// podman or containerd start one under `--cgroup-parent`: adopted in place, tiered, and
+/// released with the runtime's limit back; its 48 MiB workload verified every page.
+fn a_container_crun_started_is_adopted_tiered_and_released_with_its_limit_back(console: &str, log: &str) {
+    let said_of = |what: &str| {
+        said(console, &format!("container {what}")).unwrap_or_else(|| panic!("container {what}: {log}")).trim()
+    };
+    assert!(!log.contains("container fail"), "{log}");
+    assert!(said_of("state").contains(r#""status":"running""#), "{log}");
+    let before = said_of("before");
+    assert_eq!(before, "memory.max=268435456 memory.high=max memory.low=0 memory.swap.max=max", "crun's limit: {log}");
+    assert_eq!(said_of("after"), before, "release puts the runtime's settings back: {log}");
+    assert!(said_of("during").contains(&format!("memory.max={}", 120 * MIB)), "tierd's ceiling: {log}");
+    let status: Value = serde_json::from_str(said_of("status")).unwrap_or_else(|e| panic!("{e}: {log}"));
+    let ctr = tenant_in(&status, "ctr1", log);
+    assert_eq!(ctr["adopted_cgroup"], "/machine.slice/ctr1", "{ctr:#}");
+    assert!(ctr["tier_bytes"].as_u64() >= Some(16 * MIB), "demoted to the tier: {ctr:#}\n{log}");
+    let summary: Value = serde_json::from_str(said_of("summary")).unwrap_or_else(|e| panic!("{e}: {log}"));
+    assert_eq!(
+        (summary["verified_pages"].as_u64(), summary["corrupt_pages"].as_u64()),
+        (Some(48 * MIB / 4096), Some(0))
+    );
+    eprintln!(
+        "crun's container /machine.slice/ctr1: while adopted {}; tier {} MiB, DRAM {} MiB; released: {}",
+        said_of("during"),
+        mib(&ctr, "tier_bytes"),
+        mib(&ctr, "dram_bytes"),
+        said_of("after")
     );
 }
 

@@ -1,0 +1,42 @@
+# Sourced by scripts/guest-check.sh inside the guests: a container started by a real
+# OCI runtime (Debian's crun, cgroupfs manager, cgroup v2), as podman or containerd would
+# start it under --cgroup-parent /machine.slice, adopted by tierd in place, tiered, and
+# released with the runtime's own memory limit back. Lines start "guest-check: container".
+container_check() {
+  b=/tmp/ctr1
+  mkdir -p $b/rootfs/bin $b/rootfs/proc $b/rootfs/dev $b/rootfs/tmp
+  cat > $b/config.json <<JSON
+{"ociVersion": "1.0.2",
+ "process": {"terminal": false, "user": {"uid": 0, "gid": 0}, "cwd": "/", "env": ["PATH=/bin"],
+  "args": ["/bin/tierd-bench", "workload", "--size", "48M", "--hot", "8M", "--phase", "active:40s", "--json",
+   "--report", "10s"]},
+ "root": {"path": "rootfs"},
+ "hostname": "ctr1",
+ "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+  {"destination": "/bin", "type": "bind", "source": "/bin", "options": ["rbind", "ro"]}],
+ "linux": {"cgroupsPath": "/machine.slice/ctr1", "resources": {"memory": {"limit": 268435456}},
+  "namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "ipc"}, {"type": "uts"}]}}
+JSON
+  c=/sys/fs/cgroup/machine.slice/ctr1
+  settings() { for f in memory.max memory.high memory.low memory.swap.max; do printf '%s=%s ' $f "$(cat $c/$f)"; done; }
+  # The guest's root is ramfs, which pivot_root cannot leave: crun moves the root instead.
+  crun --cgroup-manager=cgroupfs run --no-pivot -d --bundle $b ctr1 > /tmp/ctr1.out 2> /tmp/ctr1.err ||
+    { say "container fail: crun: $(tr '\n' ' ' < /tmp/ctr1.err)"; return; }
+  say "container state $(crun state ctr1 | tr -d '\n ')"
+  say "container before $(settings)"
+  sleep 5
+  ctl adopt /machine.slice/ctr1 --name ctr1 --size 48M
+  sleep 8
+  say "container during $(settings)"
+  ctl demote ctr1
+  say "container status $(ctl status --json | tr -d '\n')"
+  ctl release ctr1
+  say "container after $(settings)"
+  for _ in $(seq 120); do
+    grep -q '"summary":true' /tmp/ctr1.out && break
+    sleep 1
+  done
+  say "container summary $(grep '"summary":true' /tmp/ctr1.out)"
+  say "container stderr $(tail -c 300 /tmp/ctr1.err | tr '\n' ' ')"
+  crun delete -f ctr1
+}
