@@ -26,6 +26,10 @@ use super::{REGION, ReadBack, Tracker, TrackerCost};
 /// hot set (`bench/results/damon-tracker.md`). Reading the regions waits for the next
 /// aggregation, so that stays short.
 const INTERVALS: Intervals = Intervals { sample_us: 50_000, aggr_us: 200_000, update_us: 1_000_000 };
+/// A process becomes a DAMON target once it has lived this long: short-lived processes
+/// (a shell's `sleep`) changed the kdamond's targets at every pass, and beside them a
+/// 32 MiB hot set read up to 70 MiB in the 6.12 guest (bench/results/damon-tracker.md).
+const SETTLE_SECS: f64 = 10.0;
 /// In tierd's state directory while its kdamond exists: after a crash, the one
 /// kdamond found at start is known to be tierd's own.
 const MARKER: &str = "damon-kdamond";
@@ -91,6 +95,7 @@ impl DamonHub {
             window_touched: None,
             cpu_seen: 0.0,
             cost: TrackerCost::default(),
+            settling: Settling::default(),
         }
     }
 
@@ -185,6 +190,21 @@ pub struct DamonTracker {
     window_touched: Option<(u64, u64)>,
     cpu_seen: f64,
     cost: TrackerCost,
+    settling: Settling,
+}
+
+/// When each of a tenant's processes was first seen, to tell the settled ones.
+#[derive(Debug, Default)]
+struct Settling {
+    first_seen: HashMap<u32, f64>,
+}
+
+impl Settling {
+    /// The processes of `pids` seen for at least [`SETTLE_SECS`]; those gone are forgotten.
+    fn settled(&mut self, pids: &[u32], now: f64) -> Vec<u32> {
+        self.first_seen.retain(|pid, _| pids.contains(pid));
+        pids.iter().copied().filter(|&pid| now - *self.first_seen.entry(pid).or_insert(now) >= SETTLE_SECS).collect()
+    }
 }
 
 impl DamonTracker {
@@ -296,7 +316,9 @@ impl Tracker for DamonTracker {
     fn observe(&mut self, procs: &[Pidfd], _tier_faults: u64, now: f64, _at_rest: bool) {
         let t0 = tierd_sys::process::thread_cpu_secs();
         let pids: Vec<u32> = procs.iter().map(Pidfd::pid).collect();
-        let damon = self.damon_regions(&pids, now);
+        // Page state comes from every process; DAMON's verdict from the settled ones.
+        let settled = self.settling.settled(&pids, now);
+        let damon = self.damon_regions(&settled, now);
         let scans = self.scan(&pids);
         let touched = self.settle(&scans, &damon, now);
         // Nothing from DAMON yet (it has just started): no estimate rather than zero.
@@ -362,6 +384,22 @@ mod tests {
     use tierd_sys::pagemap::PAGE_IS_PRESENT;
 
     use super::*;
+
+    #[test]
+    fn a_process_becomes_a_damon_target_once_it_has_lived_long_enough_and_is_forgotten_when_gone() {
+        let mut s = Settling::default();
+        assert_eq!(s.settled(&[10, 11], 0.0), Vec::<u32>::new(), "just seen");
+        assert_eq!(s.settled(&[10, 11, 12], SETTLE_SECS - 1.0), Vec::<u32>::new());
+        assert_eq!(s.settled(&[10, 11, 12], SETTLE_SECS), vec![10, 11], "12 came a second later");
+        // A `sleep 1` loop: each sleep is a new process, and none ever becomes a target.
+        for t in 1..30 {
+            let pids = [10, 11, 100 + t];
+            assert_eq!(s.settled(&pids, SETTLE_SECS + t as f64), vec![10, 11]);
+        }
+        // 11 exits and its PID comes back as a new process: seen afresh.
+        assert_eq!(s.settled(&[10], 50.0), vec![10]);
+        assert_eq!(s.settled(&[10, 11], 51.0), vec![10]);
+    }
 
     /// DAMON's age, in aggregations, of a region idle for `secs`.
     fn aged(secs: f64) -> u32 {
