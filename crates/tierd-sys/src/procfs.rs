@@ -130,6 +130,14 @@ impl ProcFs {
         Ok(self.stat_fields(pid)?.get(19).and_then(|s| s.parse().ok()).unwrap_or(0))
     }
 
+    /// Seconds since the process started (`/proc/uptime` less its start time).
+    pub fn age_secs(&self, pid: u32) -> Result<f64, PathError> {
+        let uptime = read_text(&self.root.join("uptime"))?;
+        let up: f64 = uptime.split_whitespace().next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+        let started = self.start_time(pid)? as f64 / crate::process::clock_ticks_per_sec() as f64;
+        Ok((up - started).max(0.0))
+    }
+
     /// The process state letter (`R`, `S`, `Z`, …).
     pub fn state(&self, pid: u32) -> Result<char, PathError> {
         Ok(self.stat_fields(pid)?.first().and_then(|s| s.chars().next()).unwrap_or('?'))
@@ -403,6 +411,7 @@ mod tests {
         .unwrap();
         std::fs::write(p.join("cgroup"), "9:name=systemd:/\n4:memory:/process_api/abc\n0::/\n").unwrap();
         std::fs::write(t.path().join("meminfo"), "MemTotal:       24576000 kB\nMemFree:        100 kB\n").unwrap();
+        std::fs::write(t.path().join("uptime"), "200.50 390.12\n").unwrap();
         std::fs::write(
             t.path().join("diskstats"),
             "   7       3 loop3 120 0 960 240 30 0 240 60 0 300 300 0 0 0 0\n 254 0 vda 1 2 3 4 5 6 7 8 9 10 11\n",
@@ -440,6 +449,8 @@ Size:               2048 kB\nRss:                  4 kB\nSwap:                 0
         assert_eq!(c.cpu_ticks, Tally { own: 180, reaped: 20 }, "user + system, its own and its reaped children's");
         assert_eq!(c.ppid, 1);
         assert_eq!(p.start_time(42).unwrap(), 12345);
+        let hz = crate::process::clock_ticks_per_sec() as f64;
+        assert!((p.age_secs(42).unwrap() - (200.5 - 12345.0 / hz).max(0.0)).abs() < 1e-9, "uptime less its start");
         assert_eq!(p.cpu_ticks(42).unwrap(), 180);
         assert_eq!(p.state(42).unwrap(), 'S');
         assert_eq!(p.mem_total().unwrap(), 24576000 * 1024);

@@ -95,7 +95,6 @@ impl DamonHub {
             window_touched: None,
             cpu_seen: 0.0,
             cost: TrackerCost::default(),
-            settling: Settling::default(),
         }
     }
 
@@ -190,21 +189,6 @@ pub struct DamonTracker {
     window_touched: Option<(u64, u64)>,
     cpu_seen: f64,
     cost: TrackerCost,
-    settling: Settling,
-}
-
-/// When each of a tenant's processes was first seen, to tell the settled ones.
-#[derive(Debug, Default)]
-struct Settling {
-    first_seen: HashMap<u32, f64>,
-}
-
-impl Settling {
-    /// The processes of `pids` seen for at least [`SETTLE_SECS`]; those gone are forgotten.
-    fn settled(&mut self, pids: &[u32], now: f64) -> Vec<u32> {
-        self.first_seen.retain(|pid, _| pids.contains(pid));
-        pids.iter().copied().filter(|&pid| now - *self.first_seen.entry(pid).or_insert(now) >= SETTLE_SECS).collect()
-    }
 }
 
 impl DamonTracker {
@@ -253,6 +237,11 @@ impl DamonTracker {
         self.relaid.clear();
         touched
     }
+}
+
+/// The processes of `pids` that have lived [`SETTLE_SECS`] (those gone are left out).
+fn settled(proc: &ProcFs, pids: &[u32]) -> Vec<u32> {
+    pids.iter().copied().filter(|&pid| proc.age_secs(pid).is_ok_and(|age| age >= SETTLE_SECS)).collect()
 }
 
 /// The spans activeness is counted over, in seconds.
@@ -317,8 +306,7 @@ impl Tracker for DamonTracker {
         let t0 = tierd_sys::process::thread_cpu_secs();
         let pids: Vec<u32> = procs.iter().map(Pidfd::pid).collect();
         // Page state comes from every process; DAMON's verdict from the settled ones.
-        let settled = self.settling.settled(&pids, now);
-        let damon = self.damon_regions(&settled, now);
+        let damon = self.damon_regions(&settled(&self.proc, &pids), now);
         let scans = self.scan(&pids);
         let touched = self.settle(&scans, &damon, now);
         // Nothing from DAMON yet (it has just started): no estimate rather than zero.
@@ -386,19 +374,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_process_becomes_a_damon_target_once_it_has_lived_long_enough_and_is_forgotten_when_gone() {
-        let mut s = Settling::default();
-        assert_eq!(s.settled(&[10, 11], 0.0), Vec::<u32>::new(), "just seen");
-        assert_eq!(s.settled(&[10, 11, 12], SETTLE_SECS - 1.0), Vec::<u32>::new());
-        assert_eq!(s.settled(&[10, 11, 12], SETTLE_SECS), vec![10, 11], "12 came a second later");
-        // A `sleep 1` loop: each sleep is a new process, and none ever becomes a target.
-        for t in 1..30 {
-            let pids = [10, 11, 100 + t];
-            assert_eq!(s.settled(&pids, SETTLE_SECS + t as f64), vec![10, 11]);
+    fn a_process_becomes_a_damon_target_once_it_has_lived_long_enough() {
+        let t = tempfile::tempdir().unwrap();
+        let hz = tierd_sys::process::clock_ticks_per_sec() as f64;
+        std::fs::write(t.path().join("uptime"), "100.00 150.00\n").unwrap();
+        // 10 started at boot, 11 a second before the settling ends, 12 (a `sleep`) just now.
+        for (pid, started) in [(10, 0.0), (11, 100.0 - SETTLE_SECS + 1.0), (12, 100.0)] {
+            std::fs::create_dir(t.path().join(pid.to_string())).unwrap();
+            let ticks = (started * hz) as u64;
+            let stat = format!("{pid} (sh) S 1 {pid} {pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {ticks} 0 0\n");
+            std::fs::write(t.path().join(format!("{pid}/stat")), stat).unwrap();
         }
-        // 11 exits and its PID comes back as a new process: seen afresh.
-        assert_eq!(s.settled(&[10], 50.0), vec![10]);
-        assert_eq!(s.settled(&[10, 11], 51.0), vec![10]);
+        let proc = ProcFs::new(t.path());
+        assert_eq!(settled(&proc, &[10, 11, 12]), vec![10], "the young ones wait");
+        assert_eq!(settled(&proc, &[10, 13]), vec![10], "one gone is left out");
     }
 
     /// DAMON's age, in aggregations, of a region idle for `secs`.
