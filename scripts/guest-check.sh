@@ -40,20 +40,11 @@ adopt_check() {
   m=/sys/fs/cgroup/machine.slice
   mkdir -p $m && echo +memory > $m/cgroup.subtree_control
   mkdir -p $m/vm1 && echo 1073741824 > $m/vm1/memory.max
-  settings() { for f in memory.max memory.high memory.low memory.swap.max; do printf '%s=%s ' $f "$(cat $m/vm1/$f)"; done; }
-  say "adopt before $(settings)"
+  say "adopt refused $(ctl adopt /elsewhere/vm2 --name vm2 2>&1 | tr '\n' ' ')"
   sh -c "echo \$\$ > $m/vm1/cgroup.procs; exec /bin/tierd-bench workload --size 48M --hot 8M --phase active:40s \
     --json --report 10s" > /tmp/vm1.out 2>&1 &
   vm1_pid=$!
-  sleep 5
-  say "adopt refused $(ctl adopt /elsewhere/vm2 --name vm2 2>&1 | tr '\n' ' ')"
-  ctl adopt /machine.slice/vm1 --size 48M
-  sleep 8
-  say "adopt during $(settings)"
-  ctl demote vm1
-  say "adopt status $(ctl status --json | tr -d '\n')"
-  ctl release vm1
-  say "adopt after $(settings)"
+  adopt_cycle adopt /machine.slice/vm1 vm1
   say "adopt cgroup $(cat /proc/$vm1_pid/cgroup)"
   wait $vm1_pid
   say "summary adopt $(grep '"summary":true' /tmp/vm1.out)"

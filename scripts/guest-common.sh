@@ -19,3 +19,19 @@ await_filled() { # NAME
     sleep 1
   done
 }
+# Adopts the cgroup CGROUP (a path below /sys/fs/cgroup) as tenant NAME 5 s after its
+# workload started, demotes and releases it; says KEY before, during, status and after,
+# with its four memory files before, during and after.
+adopt_cycle() { # KEY CGROUP NAME
+  dir=/sys/fs/cgroup$2
+  settings() { for f in memory.max memory.high memory.low memory.swap.max; do printf '%s=%s ' $f "$(cat "$dir/$f")"; done; }
+  say "$1 before $(settings)"
+  sleep 5
+  ctl adopt "$2" --name "$3" --size 48M
+  sleep 8
+  say "$1 during $(settings)"
+  ctl demote "$3"
+  say "$1 status $(ctl status --json | tr -d '\n')"
+  ctl release "$3"
+  say "$1 after $(settings)"
+}

@@ -17,21 +17,11 @@ container_check() {
  "linux": {"cgroupsPath": "/machine.slice/ctr1", "resources": {"memory": {"limit": 268435456}},
   "namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "ipc"}, {"type": "uts"}]}}
 JSON
-  c=/sys/fs/cgroup/machine.slice/ctr1
-  settings() { for f in memory.max memory.high memory.low memory.swap.max; do printf '%s=%s ' $f "$(cat $c/$f)"; done; }
   # The guest's root is ramfs, which pivot_root cannot leave: crun moves the root instead.
   crun --cgroup-manager=cgroupfs run --no-pivot -d --bundle $b ctr1 > /tmp/ctr1.out 2> /tmp/ctr1.err ||
     { say "container fail: crun: $(tr '\n' ' ' < /tmp/ctr1.err)"; return; }
   say "container state $(crun state ctr1 | tr -d '\n ')"
-  say "container before $(settings)"
-  sleep 5
-  ctl adopt /machine.slice/ctr1 --name ctr1 --size 48M
-  sleep 8
-  say "container during $(settings)"
-  ctl demote ctr1
-  say "container status $(ctl status --json | tr -d '\n')"
-  ctl release ctr1
-  say "container after $(settings)"
+  adopt_cycle container /machine.slice/ctr1 ctr1
   for _ in $(seq 120); do
     grep -q '"summary":true' /tmp/ctr1.out && break
     sleep 1

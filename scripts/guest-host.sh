@@ -2,9 +2,9 @@
 # Builds the guests that run tierd itself on kernels other than the host's: Debian's
 # 6.12 (cgroup v2 as the only hierarchy, PSI, DAMON, MGLRU) and 6.1 (no PAGEMAP_SCAN),
 # each with busybox, util-linux's mkswap and blkid, dmsetup, Debian's crun (an OCI
-# runtime), and static tierd, tierctl and tierd-bench in an initramfs. Its /init mounts cgroup2, loads virtio_blk and the
-# NVMe driver (the tier is a virtual disk, /dev/vda or /dev/nvme0n1, a real block
-# device), device-mapper and dm-crypt, runs
+# runtime), and static tierd, tierctl and tierd-bench in an initramfs. Its /init mounts
+# cgroup2, loads virtio_blk and the NVMe driver (the tier is a virtual disk, /dev/vda or
+# /dev/nvme0n1, a real block device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
 # tierd.check=fault or write-fault, scripts/guest-damon.sh or guest-outgrow.sh for
 # tierd.check=damon, outgrow or outgrow-slow) and powers off; crates/tierd/tests/guests.rs

@@ -326,29 +326,40 @@ fn drive_health_is_read_where_the_tier_is_nvme(tier: Disk, status: &Value, log: 
     eprintln!("NVMe drive health log: {drive}; {said}");
 }
 
+/// One `adopt_cycle` of scripts/guest-common.sh, said under `key`: the cgroup's four
+/// memory files read `before`, tierd's quota and ceiling (120 MiB) while adopted, the
+/// same files back after `release`, and its memory on the tier after `demote`.
+fn adopted_and_released(console: &str, log: &str, key: &str, cgroup: &str, before: &str) {
+    let settings =
+        |when: &str| said(console, &format!("{key} {when}")).unwrap_or_else(|| panic!("{key} {when}: {log}")).trim();
+    assert_eq!(settings("before"), before, "{log}");
+    assert_eq!(settings("after"), before, "release puts its settings back: {log}");
+    assert!(settings("during").contains(&format!("memory.max={}", 120 * MIB)), "tierd's ceiling: {log}");
+    assert!(!settings("during").contains("memory.high=max"), "and its quota: {log}");
+    let status: Value = serde_json::from_str(settings("status")).unwrap_or_else(|e| panic!("{e}: {log}"));
+    let name = cgroup.rsplit('/').next().unwrap_or(cgroup);
+    let t = tenant_in(&status, name, log);
+    assert_eq!(t["adopted_cgroup"], cgroup, "{t:#}");
+    assert!(t["tier_bytes"].as_u64() >= Some(16 * MIB), "demoted to the tier: {t:#}\n{log}");
+    eprintln!(
+        "adopted {cgroup}: while adopted {}; tier {} MiB, DRAM {} MiB; released: {}",
+        settings("during"),
+        mib(&t, "tier_bytes"),
+        mib(&t, "dram_bytes"),
+        settings("after")
+    );
+}
+
 /// The v2 cgroup `/machine.slice/vm1`, made as libvirt would make a VM's scope, with a
 /// 48 MiB workload in it: adopted in place (tierd started with `--adopt-root
 /// /machine.slice`), tiered, and released with its four memory files as they were.
 fn an_adopted_cgroup_is_tiered_and_released_as_it_was(console: &str, log: &str) {
-    let settings =
-        |when: &str| said(console, &format!("adopt {when}")).unwrap_or_else(|| panic!("{when}: {log}")).trim();
-    assert_eq!(settings("before"), "memory.max=1073741824 memory.high=max memory.low=0 memory.swap.max=max", "{log}");
-    assert_eq!(settings("after"), settings("before"), "release puts its settings back: {log}");
-    assert!(settings("during").contains(&format!("memory.max={}", 120 * MIB)), "tierd's ceiling: {log}");
-    assert!(!settings("during").contains("memory.high=max"), "and its quota: {log}");
-    assert!(settings("refused").contains("adopt_roots"), "outside the roots it was given: {log}");
-    assert_eq!(settings("cgroup"), "0::/machine.slice/vm1", "its process never moved: {log}");
-    let status: Value = serde_json::from_str(settings("status")).unwrap_or_else(|e| panic!("{e}: {log}"));
-    let vm1 = tenant_in(&status, "vm1", log);
-    assert_eq!(vm1["adopted_cgroup"], "/machine.slice/vm1", "{vm1:#}");
-    assert!(vm1["tier_bytes"].as_u64() >= Some(16 * MIB), "demoted to the tier: {vm1:#}\n{log}");
-    eprintln!(
-        "adopted /machine.slice/vm1: while adopted {}; tier {} MiB, DRAM {} MiB; released: {}",
-        settings("during"),
-        vm1["tier_bytes"].as_u64().unwrap_or(0) / MIB,
-        vm1["dram_bytes"].as_u64().unwrap_or(0) / MIB,
-        settings("after")
-    );
+    let before = "memory.max=1073741824 memory.high=max memory.low=0 memory.swap.max=max";
+    adopted_and_released(console, log, "adopt", "/machine.slice/vm1", before);
+    let said_of =
+        |what: &str| said(console, &format!("adopt {what}")).unwrap_or_else(|| panic!("{what}: {log}")).trim();
+    assert!(said_of("refused").contains("adopt_roots"), "outside the roots it was given: {log}");
+    assert_eq!(said_of("cgroup"), "0::/machine.slice/vm1", "its process never moved: {log}");
 }
 
 /// A container Debian's crun started (cgroupfs manager, `cgroupsPath`
@@ -356,30 +367,16 @@ fn an_adopted_cgroup_is_tiered_and_released_as_it_was(console: &str, log: &str) 
 /// podman or containerd start one under `--cgroup-parent`: adopted in place, tiered, and
 /// released with the runtime's limit back; its 48 MiB workload verified every page.
 fn a_container_crun_started_is_adopted_tiered_and_released_with_its_limit_back(console: &str, log: &str) {
-    let said_of = |what: &str| {
-        said(console, &format!("container {what}")).unwrap_or_else(|| panic!("container {what}: {log}")).trim()
-    };
     assert!(!log.contains("container fail"), "{log}");
+    let said_of =
+        |what: &str| said(console, &format!("container {what}")).unwrap_or_else(|| panic!("{what}: {log}")).trim();
     assert!(said_of("state").contains(r#""status":"running""#), "{log}");
-    let before = said_of("before");
-    assert_eq!(before, "memory.max=268435456 memory.high=max memory.low=0 memory.swap.max=max", "crun's limit: {log}");
-    assert_eq!(said_of("after"), before, "release puts the runtime's settings back: {log}");
-    assert!(said_of("during").contains(&format!("memory.max={}", 120 * MIB)), "tierd's ceiling: {log}");
-    let status: Value = serde_json::from_str(said_of("status")).unwrap_or_else(|e| panic!("{e}: {log}"));
-    let ctr = tenant_in(&status, "ctr1", log);
-    assert_eq!(ctr["adopted_cgroup"], "/machine.slice/ctr1", "{ctr:#}");
-    assert!(ctr["tier_bytes"].as_u64() >= Some(16 * MIB), "demoted to the tier: {ctr:#}\n{log}");
+    let before = "memory.max=268435456 memory.high=max memory.low=0 memory.swap.max=max";
+    adopted_and_released(console, log, "container", "/machine.slice/ctr1", before);
     let summary: Value = serde_json::from_str(said_of("summary")).unwrap_or_else(|e| panic!("{e}: {log}"));
     assert_eq!(
         (summary["verified_pages"].as_u64(), summary["corrupt_pages"].as_u64()),
         (Some(48 * MIB / 4096), Some(0))
-    );
-    eprintln!(
-        "crun's container /machine.slice/ctr1: while adopted {}; tier {} MiB, DRAM {} MiB; released: {}",
-        said_of("during"),
-        mib(&ctr, "tier_bytes"),
-        mib(&ctr, "dram_bytes"),
-        said_of("after")
     );
 }
 
