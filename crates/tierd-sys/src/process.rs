@@ -67,18 +67,39 @@ pub fn default_sigpipe() {
 
 /// Creates `path` with `size` bytes really allocated (swap refuses files with holes).
 pub fn allocate_file(path: &Path, size: u64) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-    // SAFETY: fallocate on an fd we own, mode 0, a non-negative range.
-    let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, size as libc::off_t) };
-    if r != 0 {
-        let e = io::Error::last_os_error();
+    let r = preallocate(&f, size).or_else(|e| match e.raw_os_error() {
+        // A file system without fallocate (ext2, ext3 without extents): written out in
+        // zeros, as swapon's manual says to make a swap file.
+        Some(libc::EOPNOTSUPP) => write_zeros(&f, size),
+        _ => Err(e),
+    });
+    if r.is_err() {
         drop(f);
         let _ = std::fs::remove_file(path);
-        return Err(e);
     }
-    Ok(())
+    r
+}
+
+fn preallocate(f: &std::fs::File, size: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fallocate on an fd we own, mode 0, a non-negative range.
+    let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, size as libc::off_t) };
+    if r != 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+fn write_zeros(mut f: &std::fs::File, size: u64) -> io::Result<()> {
+    use std::io::Write;
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    // Blocks allocated on disk before swapon maps them.
+    f.sync_all()
 }
 
 /// Free bytes (as root sees them) on the filesystem holding `dir`.
@@ -152,6 +173,18 @@ mod tests {
         assert!(t0 > 0.0);
         assert!(slept < 0.02, "sleeping used {slept} s of CPU");
         assert!(spun > slept, "spinning for 50 ms used {spun} s of CPU, sleeping {slept} s");
+    }
+
+    #[test]
+    fn zeros_written_out_leave_no_holes() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        let f = std::fs::File::create(&p).unwrap();
+        write_zeros(&f, (3 << 20) + 4096).unwrap();
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(meta.len(), (3 << 20) + 4096);
+        assert!(meta.blocks() * 512 >= meta.len(), "every byte is allocated: {} blocks", meta.blocks());
     }
 
     #[test]
