@@ -388,13 +388,11 @@ pub enum ClientError {
 /// Sends one request and waits for the answer.
 pub fn call(socket: &Path, req: &Request, timeout: Duration) -> Result<serde_json::Value, ClientError> {
     let io = |err| ClientError::Io { path: socket.to_path_buf(), err };
-    let mut s = UnixStream::connect(socket).map_err(|err| ClientError::Connect { path: socket.to_path_buf(), err })?;
+    let s = UnixStream::connect(socket).map_err(|err| ClientError::Connect { path: socket.to_path_buf(), err })?;
     s.set_read_timeout(Some(timeout)).map_err(io)?;
     let mut line = serde_json::to_string(req).map_err(|e| ClientError::Malformed(e.to_string()))?;
     line.push('\n');
-    s.write_all(line.as_bytes()).map_err(io)?;
-    let mut answer = String::new();
-    BufReader::new(&s).read_line(&mut answer).map_err(io)?;
+    let answer = exchange(&s, &line).map_err(io)?;
     let resp: Response =
         serde_json::from_str(&answer).map_err(|e| ClientError::Malformed(format!("{e}: {answer:?}")))?;
     if resp.ok {
@@ -404,9 +402,39 @@ pub fn call(socket: &Path, req: &Request, timeout: Duration) -> Result<serde_jso
     }
 }
 
+/// Writes `line` and reads the answer. tierd refuses a caller that is not root before
+/// reading its request and closes: its answer is read even when the write met the close.
+fn exchange(mut s: &UnixStream, line: &str) -> std::io::Result<String> {
+    let written = s.write_all(line.as_bytes());
+    let mut answer = String::new();
+    let read = BufReader::new(s).read_line(&mut answer);
+    if answer.is_empty() {
+        written?;
+        read?;
+    }
+    Ok(answer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_sent_before_the_request_was_read_is_read_even_if_the_write_fails() {
+        let (client, server) = UnixStream::pair().unwrap();
+        let refusal = "{\"ok\":false,\"error\":\"refused\"}\n";
+        let tierd = std::thread::spawn(move || {
+            (&server).write_all(refusal.as_bytes()).unwrap();
+            drop(server);
+        });
+        tierd.join().unwrap();
+        // Larger than the socket's buffer: the write fails once the other end is gone.
+        let request = "x".repeat(8 << 20);
+        assert_eq!(exchange(&client, &request).unwrap(), refusal);
+        let (client, server) = UnixStream::pair().unwrap();
+        drop(server);
+        assert!(exchange(&client, &request).is_err(), "no answer at all is an error");
+    }
 
     #[test]
     fn requests_round_trip_as_tagged_json() {
