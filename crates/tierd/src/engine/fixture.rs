@@ -17,6 +17,7 @@ pub const TIER_DEV: (u32, u32) = (7, 0);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Write {
     Limit(String, Option<u64>),
+    Ceiling(String, Option<u64>),
     OffSwap(String),
     Wake(String, Wake),
     Remove(String),
@@ -88,6 +89,9 @@ impl MemoryController for FakeCgroups {
     }
     fn set_oom_killer(&self, rel: &str, on: bool) -> Result<(), CgroupError> {
         self.record(Write::OomKiller(rel.to_string(), on))
+    }
+    fn set_ceiling(&self, rel: &str, ceiling: Option<u64>) -> Result<(), CgroupError> {
+        self.record(Write::Ceiling(rel.to_string(), ceiling))
     }
     fn keep_off_swap(&self, rel: &str) -> Result<(), CgroupError> {
         self.record(Write::OffSwap(rel.to_string()))

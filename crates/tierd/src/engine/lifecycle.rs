@@ -176,6 +176,12 @@ impl Engine {
         // their empty cgroups (and tierd's whole subtree) were left behind for good.
         self.reap();
         let running = self.lift_quotas();
+        // The tier's pages come back whatever their size: a ceiling below it would kill.
+        for name in &running {
+            if let Err(e) = self.cg.set_ceiling(&self.tenant_rel(name), None) {
+                self.events.warn(Some(name.as_str()), format!("cannot lift its ceiling: {e}"));
+            }
+        }
         // Adopted cgroups get their own settings back; the next tierd takes them over again.
         for name in &running {
             self.give_back(name);
@@ -361,7 +367,9 @@ mod stages {
         assert!(e.tenants[&name("db")].is_running());
         assert_eq!(e.tenants[&name("db")].pids(), [std::process::id()]);
         assert_eq!(e.tenants[&name("old")].life, Life::Exited { code: None });
-        assert_eq!(*cg.writes.lock().unwrap(), [Write::Remove("tierd/tenants/old".into())], "db's cgroup is kept");
+        let ceiling = Some(tierd_core::waits::ceiling(e.cfg.dram_budget));
+        let kept = [Write::Ceiling(DB.into(), ceiling), Write::Remove("tierd/tenants/old".into())];
+        assert_eq!(*cg.writes.lock().unwrap(), kept, "db's cgroup is kept, with its ceiling back");
         let said = fixture::said(&e);
         assert!(said.iter().any(|m| m.starts_with("db: re-adopted, pids")), "{said:?}");
         assert!(said.iter().any(|m| m == "old: exited while tierd was down (exit code unknown)"), "{said:?}");
@@ -397,6 +405,7 @@ mod stages {
         e.shutdown();
         let writes = cg.writes.lock().unwrap().clone();
         assert!(writes.contains(&Write::Limit(DB.into(), None)), "{writes:?}");
+        assert!(writes.contains(&Write::Ceiling(DB.into(), None)), "its pages come back whole: {writes:?}");
         assert!(writes.contains(&Write::Limit("tierd/tenants".into(), None)), "{writes:?}");
         assert!(writes.contains(&Write::Remove("tierd/tenants/gone".into())), "{writes:?}");
         assert!(!writes.iter().any(|w| matches!(w, Write::Remove(r) if r == DB || r == "tierd")), "{writes:?}");
