@@ -56,6 +56,19 @@ pub fn loops_under(sys_root: &Path, dir: &Path) -> Vec<PathBuf> {
     loops_where(sys_root, |backing| backing.starts_with(dir))
 }
 
+/// The device-mapper mappings (their names) stacked on the block device `/dev/NAME`, as
+/// an encrypted tier's is on its loop device: from the kernel's holders of it.
+pub fn mappings_over(sys_root: &Path, name: &str) -> Vec<String> {
+    let Ok(holders) = std::fs::read_dir(sys_root.join("block").join(name).join("holders")) else { return Vec::new() };
+    let mut out: Vec<String> = holders
+        .flatten()
+        .filter_map(|h| std::fs::read_to_string(h.path().join("dm/name")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
 fn loops_where(sys_root: &Path, backed: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(sys_root.join("block")) else { return Vec::new() };
     let mut out = Vec::new();
@@ -212,6 +225,19 @@ mod tests {
         std::fs::write(t.path().join("block/loop3/loop/backing_file"), "/ab/tier.swap\n").unwrap();
         assert_eq!(loops_under(t.path(), Path::new("/a")), found);
         assert_eq!(loops_under(t.path(), Path::new("/b")), vec![PathBuf::from("/dev/loop1")]);
+    }
+
+    #[test]
+    fn the_mappings_over_a_loop_device_are_its_dm_holders() {
+        let sys = tempfile::tempdir().unwrap();
+        let holder = sys.path().join("devices/virtual/block/dm-0");
+        std::fs::create_dir_all(holder.join("dm")).unwrap();
+        std::fs::write(holder.join("dm/name"), "tierd-tier-loop0\n").unwrap();
+        let holders = sys.path().join("block/loop0/holders");
+        std::fs::create_dir_all(&holders).unwrap();
+        std::os::unix::fs::symlink(&holder, holders.join("dm-0")).unwrap();
+        assert_eq!(mappings_over(sys.path(), "loop0"), ["tierd-tier-loop0"]);
+        assert!(mappings_over(sys.path(), "loop1").is_empty());
     }
 
     #[test]

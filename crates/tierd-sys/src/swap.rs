@@ -70,22 +70,40 @@ pub fn find(proc_root: &Path, path: &Path) -> Result<Option<SwapArea>, PathError
     Ok(areas(proc_root)?.into_iter().find(|a| a.path == path))
 }
 
-/// Turns off every swap area on a file under `dir`, or on a loop device whose backing
-/// file is under `dir`, then detaches those loop devices: the teardown of tiers that
-/// lived in a test's or a benchmark's directory, also when the tierd that made them was
-/// killed before it could clean up. Returns what could not be released, one line each.
+/// Turns off every swap area on a file under `dir`, on a loop device whose backing file
+/// is under `dir` or on a mapping (dm-crypt) over such a loop device, then removes those
+/// mappings and detaches the loop devices: the teardown of tiers that lived in a test's
+/// or a benchmark's directory, also when the tierd that made them was killed before it
+/// could clean up. Returns what could not be released, one line each.
 pub fn release_under(proc_root: &Path, sys_root: &Path, dir: &Path) -> Vec<String> {
     let loops = crate::blockdev::loops_under(sys_root, dir);
+    let mappings: Vec<String> = loops
+        .iter()
+        .filter_map(|l| l.file_name().map(|n| n.to_string_lossy().to_string()))
+        .flat_map(|n| crate::blockdev::mappings_over(sys_root, &n))
+        .collect();
+    // /proc/swaps names a mapping by the node swapon was given: /dev/mapper/NAME or /dev/dm-N.
+    let mapped = |p: &Path| {
+        mappings.iter().any(|m| {
+            let node = crate::crypt::mapper_path(m);
+            p == node || std::fs::canonicalize(&node).is_ok_and(|c| c == p)
+        })
+    };
     let mut problems = Vec::new();
     match areas(proc_root) {
         Ok(active) => {
-            for a in active.iter().filter(|a| a.path.starts_with(dir) || loops.contains(&a.path)) {
+            for a in active.iter().filter(|a| a.path.starts_with(dir) || loops.contains(&a.path) || mapped(&a.path)) {
                 if let Err(e) = swapoff(&a.path) {
                     problems.push(e.to_string());
                 }
             }
         }
         Err(e) => problems.push(e.to_string()),
+    }
+    for name in &mappings {
+        if let Err(e) = crate::crypt::close(name) {
+            problems.push(e.to_string());
+        }
     }
     for dev in &loops {
         if let Err(e) = crate::blockdev::loop_detach(dev) {

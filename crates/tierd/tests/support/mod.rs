@@ -67,6 +67,25 @@ pub fn swap_paths() -> Vec<String> {
         .collect()
 }
 
+/// The active swap areas of tiers that live under `dir`: a file there, a loop device over
+/// one, or the mapping (dm-crypt, where the kernel has it) over such a loop device.
+pub fn swaps_under(dir: &Path) -> Vec<String> {
+    let loops = tierd_sys::blockdev::loops_under(Path::new("/sys"), dir);
+    let mut ours: Vec<PathBuf> = loops.clone();
+    for l in &loops {
+        let name = l.file_name().unwrap().to_string_lossy().to_string();
+        for m in tierd_sys::blockdev::mappings_over(Path::new("/sys"), &name) {
+            let node = tierd_sys::crypt::mapper_path(&m);
+            ours.extend(std::fs::canonicalize(&node).ok());
+            ours.push(node);
+        }
+    }
+    swap_paths()
+        .into_iter()
+        .filter(|p| Path::new(p).starts_with(dir) || ours.iter().any(|o| o == Path::new(p)))
+        .collect()
+}
+
 pub fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
@@ -296,9 +315,7 @@ impl Daemon {
 
     /// Swap areas on a file or loop device inside this test's directory.
     pub fn owned_swaps(&self) -> Vec<String> {
-        let root = self.dir.path().to_string_lossy().to_string();
-        let loops = self.owned_loops();
-        swap_paths().into_iter().filter(|p| p.starts_with(&root) || loops.contains(p)).collect()
+        swaps_under(self.dir.path())
     }
 
     /// Loop devices over files inside this test's directory.
