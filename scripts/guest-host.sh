@@ -7,10 +7,11 @@
 # /dev/nvme0n1, a real block device), device-mapper and dm-crypt, runs
 # scripts/guest-check.sh (or scripts/guest-fault.sh when the kernel's command line says
 # tierd.check=fault or write-fault, scripts/guest-damon.sh or guest-outgrow.sh for
-# tierd.check=damon, outgrow or outgrow-slow) and powers off; crates/tierd/tests/guests.rs
-# boots them.
+# tierd.check=damon, outgrow or outgrow-slow, scripts/guest-kernel-tests.sh for
+# tierd.check=kernel-tests) and powers off; crates/tierd/tests/guests.rs boots them.
 #
-#   scripts/guest-host.sh             # -> target/guest/host-{6.12,6.1}/{vmlinuz,initrd.img}
+#   scripts/guest-host.sh             # -> target/guest/host-{6.12,6.1}/{vmlinuz,initrd.img,
+#                                     #    initrd-kernel-tests.img}
 #   scripts/guest-host.sh 6.12        # one of them
 #
 # Idempotent: each kernel package is fetched once.
@@ -24,9 +25,17 @@ host_tools
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-echo "guest-host: building static tierd, tierctl and tierd-bench for the guests"
-RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked -q -p tierd -p tierd-bench \
-  --bin tierd --bin tierctl --bin tierd-bench --target x86_64-unknown-linux-gnu --target-dir target/static
+echo "guest-host: building static tierd, tierctl, tierd-bench and tierd's kernel tests for the guests"
+static=(--release --locked --target x86_64-unknown-linux-gnu --target-dir target/static)
+export RUSTFLAGS="-C target-feature=+crt-static"
+cargo build "${static[@]}" -q -p tierd -p tierd-bench --bin tierd --bin tierctl --bin tierd-bench
+# Not quiet: cargo names the test binary it built on its "Executable" line.
+kernel_tests=$(cargo test "${static[@]}" -p tierd --test kernel --no-run 2>&1 |
+  sed -n 's/.*Executable tests\/kernel.rs (\(.*\))/\1/p')
+[ -x "$kernel_tests" ] || { echo "guest-host: no kernel test binary built" >&2; exit 1; }
+unset RUSTFLAGS
+# Where the test binary looks for tierd, tierctl and tierd-bench (cargo's CARGO_BIN_EXE_*).
+bin_dir=$PWD/target/static/x86_64-unknown-linux-gnu/release
 
 build() { # SERIES
 series=$1
@@ -70,9 +79,10 @@ copy_with_libs() { # BINARY NAME: into the guest as /bin/NAME.host, with the lib
     cp -L "$lib" "$root$dest"
   done
 }
-# util-linux's mkswap and blkid, as a host has them (busybox's mkswap lacks -f, and it
-# has no blkid), and dmsetup (the fault check's failing tier), with the libraries they load.
-for b in mkswap blkid dmsetup; do
+# util-linux's mkswap, blkid and losetup, as a host has them (busybox's mkswap lacks -f,
+# its losetup --find, and it has no blkid), and dmsetup (the fault check's failing tier), with
+# the libraries they load.
+for b in mkswap blkid losetup dmsetup; do
   copy_with_libs "$(command -v "$b")" "$b"
 done
 copy_with_libs target/guest/dl/crun/usr/bin/crun crun
@@ -105,7 +115,7 @@ cp "$out"/dl/"$kernel"/boot/vmlinuz-* "$out/vmlinuz.new"
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
-for b in mkswap blkid dmsetup crun; do ln -sf "$b.host" "/bin/$b"; done
+for b in mkswap blkid losetup dmsetup crun; do ln -sf "$b.host" "/bin/$b"; done
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
@@ -123,15 +133,41 @@ case " $(cat /proc/cmdline) " in
   *" tierd.check=outgrow-slow "*) sh /bin/guest-outgrow slow ;;
   *" tierd.check=cache "*) sh /bin/guest-cache ;;
   *" tierd.check=cache-none "*) sh /bin/guest-cache none ;;
+  *" tierd.check=kernel-tests "*) sh /bin/guest-kernel-tests ;;
   *) sh /bin/guest-check ;;
 esac
 poweroff -f
 INIT
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out/initrd.img.new"
+kernel_tests_overlay > "$out/initrd-kernel-tests.img.new"
 mv "$out/vmlinuz.new" "$out/vmlinuz"
 mv "$out/initrd.img.new" "$out/initrd.img"
+mv "$out/initrd-kernel-tests.img.new" "$out/initrd-kernel-tests.img"
 echo "guest-host: $out/vmlinuz $out/initrd.img ($(du -h "$out/initrd.img" | cut -f1))"
+}
+
+# The initramfs with tierd's kernel tests on top (a second cpio archive the kernel unpacks
+# over the first), so the other checks' guests do not hold the test binary in their RAM:
+# the tests, their binaries where cargo built them, and ext4 and loop for the tests'
+# /var/tmp (a file system on a disk, where tierd's default tier file lives).
+kernel_tests_overlay() {
+  local over=$tmp/$series-tests n=50 name module
+  mkdir -p "$over/bin" "$over/lib/modules" "$over$bin_dir"
+  strip -o "$over/bin/kernel-tests" "$kernel_tests"
+  cp scripts/guest-kernel-tests.sh "$over/bin/guest-kernel-tests"
+  for b in tierd tierctl tierd-bench; do ln -s "/bin/$b" "$over$bin_dir/$b"; done
+  for name in crc16 mbcache jbd2 crc32c_generic ext4 loop; do
+    module=$(find "$out/dl/$kernel/lib/modules" -name "$name.ko*" | head -1)
+    [ -n "$module" ] || continue
+    n=$((n + 1))
+    case $module in
+      *.xz) xz -dc "$module" > "$over/lib/modules/$n-$name.ko" ;;
+      *) cp "$module" "$over/lib/modules/$n-$name.ko" ;;
+    esac
+  done
+  cat "$out/initrd.img.new"
+  (cd "$over" && find . | cpio -o -H newc --quiet | gzip -1)
 }
 
 for series in "$@"; do

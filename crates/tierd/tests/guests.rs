@@ -59,12 +59,28 @@ fn boot(kernel: &Path, initrd: &Path, vda: Disk, check: &str, timeout: Duration)
     boot_with_data(kernel, initrd, vda, None, check, timeout)
 }
 
+/// The guest's DRAM for tierd's checks: small, so a tenant at 3x is quick to fill.
+const GUEST_MIB: u64 = 320;
+
 /// As [`boot`], with a second blank virtio disk of `data_mib` MiB (`/dev/vdb`) where asked.
 fn boot_with_data(
     kernel: &Path,
     initrd: &Path,
     vda: Disk,
     data_mib: Option<u64>,
+    check: &str,
+    timeout: Duration,
+) -> String {
+    boot_guest(kernel, initrd, vda, data_mib, GUEST_MIB, check, timeout)
+}
+
+/// As [`boot_with_data`], with `memory_mib` of guest DRAM.
+fn boot_guest(
+    kernel: &Path,
+    initrd: &Path,
+    vda: Disk,
+    data_mib: Option<u64>,
+    memory_mib: u64,
     check: &str,
     timeout: Duration,
 ) -> String {
@@ -77,7 +93,7 @@ fn boot_with_data(
         vec!["-drive".to_string(), format!("file={},format=raw,if=virtio", path.display())]
     });
     let mut qemu = Command::new("qemu-system-x86_64")
-        .args(["-machine", "pc", "-accel", "tcg,tb-size=64", "-smp", "1", "-m", "320M"])
+        .args(["-machine", "pc", "-accel", "tcg,tb-size=64", "-smp", "1", "-m", &format!("{memory_mib}M")])
         .args(["-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"])
         .arg("-kernel")
         .arg(kernel)
@@ -750,4 +766,58 @@ fn on_cgroup_v2_in_a_6_12_guest_a_page_cache_tenant_stays_off_the_tier_and_is_ne
         count("hot faults after") - count("hot faults before"),
         mib(&hot, "dram_bytes")
     );
+}
+
+/// tierd's own kernel tests (tests/kernel.rs) that run in the guests, by name. Left out:
+/// those that assert cgroup v1's own files and waits (an adopted cgroup's v1 settings, a
+/// tenant named while it waits at its quota; the v2 cases are the checks above), and
+/// those whose tenants' timing was set for this machine's CPU, not an emulated one (kill
+/// -9 with two 512 MiB tenants, the tier drain, a tenant kept off the tier beside one
+/// that swaps, demote and prefetch's 20 s bound on 6.1).
+const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
+    "a_killed_runs_tier_and_cgroups_are_swept_up_by_the_next_run",
+    "a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind",
+    "bad_inputs_get_clear_errors_and_change_nothing",
+    "doctor_names_the_cgroup_and_quota_mechanism_tierd_uses",
+    "exit_codes_attach_and_detach",
+    "memory_charged_before_attach_is_counted_and_tiered",
+    "release_lifts_what_a_dead_tierd_left_and_tenants_keep_every_page",
+    "the_api_serves_root_only_and_bounds_its_requests",
+    "the_damon_tracker_leaves_a_kdamond_it_did_not_create_alone_and_removes_its_own",
+    "tierds_own_memory_is_locked_in_dram",
+    "under_policy_none_the_kernel_oom_kills_as_plain_linux_and_the_kill_is_counted",
+];
+
+/// The kernel-test guest's DRAM: more than the largest budget a test asks for (1 GiB).
+const KERNEL_TESTS_GUEST_MIB: u64 = 1536;
+
+/// Boots the guest for `series` with the kernel tests' initramfs and runs
+/// [`KERNEL_TESTS_IN_GUESTS`] there (scripts/guest-kernel-tests.sh): each must pass.
+fn tierds_kernel_tests_pass_in_the_guest(series: &str) {
+    let Some((kernel, initrd)) = image(series) else { return };
+    let initrd = initrd.with_file_name("initrd-kernel-tests.img");
+    assert!(initrd.exists(), "{} is missing: build it with scripts/guest-host.sh", initrd.display());
+    let check = format!("tierd.check=kernel-tests tierd.tests={}", KERNEL_TESTS_IN_GUESTS.join(","));
+    let timeout = Duration::from_secs(1800);
+    let console = boot_guest(&kernel, &initrd, disk(4096), None, KERNEL_TESTS_GUEST_MIB, &check, timeout);
+    let said = |key| said_by(&console, "guest-kernel-tests", key);
+    assert!(said("kernel").is_some_and(|k| k.starts_with(series)), "{console}");
+    let failed: Vec<&str> = KERNEL_TESTS_IN_GUESTS
+        .iter()
+        .copied()
+        .filter(|name| !console.lines().any(|l| l.trim_end() == format!("test {name} ... ok")))
+        .collect();
+    assert!(failed.is_empty(), "kernel tests that did not pass on {series}: {failed:?}\n{console}");
+    assert_eq!(said("exit"), Some("0"), "{console}");
+    eprintln!("{series}: {} of tierd's kernel tests passed in the guest", KERNEL_TESTS_IN_GUESTS.len());
+}
+
+#[test]
+fn in_a_6_12_guest_tierds_own_kernel_tests_pass() {
+    tierds_kernel_tests_pass_in_the_guest("6.12");
+}
+
+#[test]
+fn in_a_6_1_guest_tierds_own_kernel_tests_pass() {
+    tierds_kernel_tests_pass_in_the_guest("6.1");
 }

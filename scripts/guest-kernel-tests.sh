@@ -1,0 +1,25 @@
+# Runs inside the guest of scripts/guest-host.sh (busybox sh), booted with
+# tierd.check=kernel-tests and tierd.tests=NAME,NAME,...: those of tierd's own kernel tests
+# (crates/tierd/tests/kernel.rs, built static), on cgroup v2 with the tests' /var/tmp on
+# the first virtual disk. crates/tierd/tests/guests.rs reads libtest's "test NAME ... ok"
+# lines and the "guest-kernel-tests:" ones.
+say() { echo "guest-kernel-tests: $*"; }
+say "kernel $(uname -r), $(grep MemTotal /proc/meminfo | tr -s ' ')"
+# The kernel's own messages (an OOM kill the tests cause) would split libtest's result lines.
+dmesg -n 1
+# tierd's default tier is a file in its state directory: on a disk's file system, as on
+# a host, never on the ramfs root (a swap file needs a block device under it).
+mkdir -p /var/tmp
+if ! { mke2fs -q /dev/vda > /dev/null && mount -t ext2 /dev/vda /var/tmp; }; then
+  say "fail: no file system on /dev/vda for /var/tmp"
+  exit 0
+fi
+# As a test runner started by systemd with Delegate=yes would sit: in its service's leaf,
+# so the tierds it starts can delegate memory below the service cgroup.
+svc=/sys/fs/cgroup/kernel-tests.service
+mkdir -p $svc/supervisor
+echo $$ > $svc/supervisor/cgroup.procs
+tests=$(sed -n 's/.*tierd\.tests=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
+# shellcheck disable=SC2086 # one argument per test name
+/bin/kernel-tests --exact --test-threads 1 $tests 2>&1
+say "exit $?"
