@@ -15,8 +15,8 @@ pub enum BlockError {
     #[error("{command}: {message}")]
     Command { command: String, message: String },
     /// an ioctl or open failed
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: io::Error },
 }
 
 fn run(cmd: &mut Command) -> Result<String, BlockError> {
@@ -121,19 +121,19 @@ pub fn check_not_in_use(path: &Path) -> Result<(), BlockError> {
         .custom_flags(libc::O_EXCL)
         .open(path)
         .map(drop)
-        .map_err(|source| BlockError::Io { path: path.into(), source })
+        .map_err(|source| BlockError::Io { path: path.into(), err: source })
 }
 
 /// Size of a block device in bytes (`BLKGETSIZE64`).
 pub fn device_size(path: &Path) -> Result<u64, BlockError> {
-    let f = std::fs::File::open(path).map_err(|source| BlockError::Io { path: path.into(), source })?;
+    let f = std::fs::File::open(path).map_err(|source| BlockError::Io { path: path.into(), err: source })?;
     let mut size: u64 = 0;
     // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
     const BLKGETSIZE64: u64 = (2 << 30) | (8 << 16) | (0x12 << 8) | 114;
     // SAFETY: the ioctl writes one u64 into `size`, which lives across the call.
     let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size as *mut u64) };
     if r != 0 {
-        return Err(BlockError::Io { path: path.into(), source: io::Error::last_os_error() });
+        return Err(BlockError::Io { path: path.into(), err: io::Error::last_os_error() });
     }
     Ok(size)
 }

@@ -32,7 +32,7 @@ pub fn open(name: &str, device: &Path, sectors: u64) -> Result<PathBuf, BlockErr
     let mut key = [0u8; KEY_BYTES];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut key))
-        .map_err(|source| BlockError::Io { path: "/dev/urandom".into(), source })?;
+        .map_err(|source| BlockError::Io { path: "/dev/urandom".into(), err: source })?;
     let mut table = format!("0 {sectors} crypt {CIPHER} ").into_bytes();
     for b in key {
         table.extend_from_slice(format!("{b:02x}").as_bytes());

@@ -198,7 +198,7 @@ impl Drop for Kdamond {
 
 /// The regions listed under a scheme's `tried_regions`, by address.
 fn tried_regions(dir: &Path) -> Result<Vec<DamonRegion>, PathError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| PathError { path: dir.to_path_buf(), source })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| PathError { path: dir.to_path_buf(), err: source })?;
     let mut out = Vec::new();
     for e in entries.flatten() {
         if !e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
@@ -208,7 +208,7 @@ fn tried_regions(dir: &Path) -> Result<Vec<DamonRegion>, PathError> {
         let num = |f: &str| -> Result<u64, PathError> {
             let p = d.join(f);
             let text = read(&p)?;
-            text.trim().parse().map_err(|_| PathError { path: p, source: io::ErrorKind::InvalidData.into() })
+            text.trim().parse().map_err(|_| PathError { path: p, err: io::ErrorKind::InvalidData.into() })
         };
         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
         out.push(DamonRegion {
@@ -223,11 +223,11 @@ fn tried_regions(dir: &Path) -> Result<Vec<DamonRegion>, PathError> {
 }
 
 fn read(path: &Path) -> Result<String, PathError> {
-    std::fs::read_to_string(path).map_err(|source| PathError { path: path.to_path_buf(), source })
+    std::fs::read_to_string(path).map_err(|source| PathError { path: path.to_path_buf(), err: source })
 }
 
 fn write(path: &Path, value: &str) -> Result<(), PathError> {
-    std::fs::write(path, value).map_err(|source| PathError { path: path.to_path_buf(), source })
+    std::fs::write(path, value).map_err(|source| PathError { path: path.to_path_buf(), err: source })
 }
 
 #[cfg(test)]

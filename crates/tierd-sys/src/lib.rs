@@ -34,23 +34,23 @@ pub mod swap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// An I/O error with the path it happened on.
+/// An I/O error with the path it happened on. The cause is in the message and not a
+/// `source` (in this crate's errors and tierd's), so `{:#}` chains print it once.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
+#[error("{path}: {err}")]
 pub struct PathError {
     pub path: PathBuf,
-    #[source]
-    pub source: io::Error,
+    pub err: io::Error,
 }
 
 impl PathError {
     pub fn new(path: &Path, source: io::Error) -> Self {
-        PathError { path: path.to_path_buf(), source }
+        PathError { path: path.to_path_buf(), err: source }
     }
 
     /// The errno, when the error came from the kernel.
     pub fn errno(&self) -> Option<i32> {
-        self.source.raw_os_error()
+        self.err.raw_os_error()
     }
 }
 

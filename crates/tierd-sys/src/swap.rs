@@ -125,11 +125,11 @@ pub enum SwapError {
     #[error("mkswap {path}: {message}")]
     Mkswap { path: PathBuf, message: String },
     /// swapon failed
-    #[error("swapon {path}: {source}")]
-    Swapon { path: PathBuf, source: io::Error },
+    #[error("swapon {path}: {err}")]
+    Swapon { path: PathBuf, err: io::Error },
     /// swapoff failed
-    #[error("swapoff {path}: {source}{hint}")]
-    Swapoff { path: PathBuf, source: io::Error, hint: &'static str },
+    #[error("swapoff {path}: {err}{hint}")]
+    Swapoff { path: PathBuf, err: io::Error, hint: &'static str },
 }
 
 /// Writes a swap signature on `path` (a file or a block device).
@@ -157,7 +157,7 @@ pub fn swapon(path: &Path, priority: i32) -> Result<(), SwapError> {
     // SAFETY: `c` is a NUL-terminated path that lives across the call.
     let r = unsafe { libc::swapon(c.as_ptr(), flags) };
     if r != 0 {
-        return Err(SwapError::Swapon { path: path.into(), source: io::Error::last_os_error() });
+        return Err(SwapError::Swapon { path: path.into(), err: io::Error::last_os_error() });
     }
     Ok(())
 }
@@ -174,7 +174,7 @@ pub fn swapoff(path: &Path) -> Result<(), SwapError> {
         } else {
             ""
         };
-        return Err(SwapError::Swapoff { path: path.into(), source, hint });
+        return Err(SwapError::Swapoff { path: path.into(), err: source, hint });
     }
     Ok(())
 }

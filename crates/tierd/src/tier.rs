@@ -113,8 +113,8 @@ pub enum TierError {
     )]
     NoEncryption(String),
     /// file I/O
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
     #[error(transparent)]
     Swap(#[from] SwapError),
     #[error(transparent)]
@@ -205,12 +205,12 @@ fn create_file(cfg: &TierConfig, sizing: &Sizing) -> Result<(), TierError> {
     if cfg.size < sizing.need {
         return Err(sizing.too_small(&cfg.path, cfg.size));
     }
-    let free = tierd_sys::process::free_space(dir).map_err(|source| TierError::Io { path: dir.into(), source })?;
+    let free = tierd_sys::process::free_space(dir).map_err(|source| TierError::Io { path: dir.into(), err: source })?;
     if free < cfg.size + (1 << 30) {
         return Err(TierError::NoSpace { dir: dir.into(), size: human(cfg.size), free: human(free) });
     }
     tierd_sys::process::allocate_file(&cfg.path, cfg.size)
-        .map_err(|source| TierError::Io { path: cfg.path.clone(), source })
+        .map_err(|source| TierError::Io { path: cfg.path.clone(), err: source })
 }
 
 /// What it takes to remove a half-built tier if a later step fails.
@@ -409,7 +409,7 @@ impl Tier {
         }
         if self.record.created_file {
             std::fs::remove_file(&self.record.path)
-                .map_err(|source| TierError::Io { path: self.record.path.clone(), source })?;
+                .map_err(|source| TierError::Io { path: self.record.path.clone(), err: source })?;
         }
         Ok(())
     }
@@ -466,5 +466,18 @@ fn encrypt(
     match wanted {
         TierEncryption::On => Err(TierError::NoEncryption(why)),
         _ => Ok((None, Some(why))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_names_its_path_and_cause_once_in_the_chain_tierd_prints() {
+        let e = TierError::Io { path: "/var/tmp/tier.swap".into(), err: std::io::Error::from_raw_os_error(95) };
+        let said = format!("{:#}", anyhow::Error::from(e));
+        assert!(said.starts_with("/var/tmp/tier.swap: "), "{said}");
+        assert_eq!(said.matches("os error 95").count(), 1, "{said}");
     }
 }
