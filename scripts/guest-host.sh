@@ -30,9 +30,12 @@ static=(--release --locked --target x86_64-unknown-linux-gnu --target-dir target
 export RUSTFLAGS="-C target-feature=+crt-static"
 cargo build "${static[@]}" -q -p tierd -p tierd-bench --bin tierd --bin tierctl --bin tierd-bench
 # Not quiet: cargo names the test binary it built on its "Executable" line.
-kernel_tests=$(cargo test "${static[@]}" -p tierd --test kernel --no-run 2>&1 |
-  sed -n 's/.*Executable tests\/kernel.rs (\(.*\))/\1/p')
-[ -x "$kernel_tests" ] || { echo "guest-host: no kernel test binary built" >&2; exit 1; }
+cargo test "${static[@]}" -p tierd --test kernel --no-run > "$tmp/kernel-tests.log" 2>&1 || {
+  cat "$tmp/kernel-tests.log" >&2
+  exit 1
+}
+kernel_tests=$(sed -n 's/.*Executable tests\/kernel.rs (\(.*\))/\1/p' "$tmp/kernel-tests.log")
+[ -x "$kernel_tests" ] || { echo "guest-host: cargo named no kernel test binary: $(cat "$tmp/kernel-tests.log")" >&2; exit 1; }
 unset RUSTFLAGS
 # Where the test binary looks for tierd, tierctl and tierd-bench (cargo's CARGO_BIN_EXE_*).
 bin_dir=$PWD/target/static/x86_64-unknown-linux-gnu/release
