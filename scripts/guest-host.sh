@@ -152,14 +152,16 @@ echo "guest-host: $out/vmlinuz $out/initrd.img ($(du -h "$out/initrd.img" | cut 
 
 # The initramfs with tierd's kernel tests on top (a second cpio archive the kernel unpacks
 # over the first), so the other checks' guests do not hold the test binary in their RAM:
-# the tests, their binaries where cargo built them, and ext4 and loop for the tests'
-# /var/tmp (a file system on a disk, where tierd's default tier file lives).
+# the tests, where cargo built their binaries, and ext4 and loop for the tests' /var/tmp
+# (a file system on a disk, where tierd's default tier file lives).
 kernel_tests_overlay() {
   local over=$tmp/$series-tests n=50 name module
-  mkdir -p "$over/bin" "$over/lib/modules" "$over$bin_dir"
+  mkdir -p "$over/bin" "$over/etc" "$over/lib/modules"
   strip -o "$over/bin/kernel-tests" "$kernel_tests"
   cp scripts/guest-kernel-tests.sh "$over/bin/guest-kernel-tests"
-  for b in tierd tierctl tierd-bench; do ln -s "/bin/$b" "$over$bin_dir/$b"; done
+  # The guest links tierd, tierctl and tierd-bench there once its /var/tmp is mounted
+  # (a clone under /var/tmp, as CI's, would be hidden by it).
+  echo "$bin_dir" > "$over/etc/kernel-tests-bin-dir"
   for name in crc16 mbcache jbd2 crc32c_generic ext4 loop; do
     module=$(find "$out/dl/$kernel/lib/modules" -name "$name.ko*" | head -1)
     [ -n "$module" ] || continue

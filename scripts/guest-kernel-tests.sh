@@ -14,6 +14,10 @@ if ! { mke2fs -q /dev/vda > /dev/null && mount -t ext2 /dev/vda /var/tmp; }; the
   say "fail: no file system on /dev/vda for /var/tmp"
   exit 0
 fi
+# Where the tests look for tierd, tierctl and tierd-bench: where cargo built them.
+bin_dir=$(cat /etc/kernel-tests-bin-dir)
+mkdir -p "$bin_dir"
+for b in tierd tierctl tierd-bench; do ln -sf "/bin/$b" "$bin_dir/$b"; done
 # As a test runner started by systemd with Delegate=yes would sit: in its service's leaf,
 # so the tierds it starts can delegate memory below the service cgroup.
 svc=/sys/fs/cgroup/kernel-tests.service
