@@ -70,29 +70,54 @@ pub fn find(proc_root: &Path, path: &Path) -> Result<Option<SwapArea>, PathError
     Ok(areas(proc_root)?.into_iter().find(|a| a.path == path))
 }
 
-/// Turns off every swap area on a file under `dir`, on a loop device whose backing file
-/// is under `dir` or on a mapping (dm-crypt) over such a loop device, then removes those
-/// mappings and detaches the loop devices: the teardown of tiers that lived in a test's
-/// or a benchmark's directory, also when the tierd that made them was killed before it
-/// could clean up. Returns what could not be released, one line each.
+/// The block devices of tiers that live under `dir`: loop devices over files there, and
+/// the mappings (dm-crypt, where the kernel has it) stacked on them.
+struct Stack {
+    loops: Vec<PathBuf>,
+    mappings: Vec<String>,
+}
+
+impl Stack {
+    fn under(sys_root: &Path, dir: &Path) -> Stack {
+        let loops = crate::blockdev::loops_under(sys_root, dir);
+        let mappings = loops
+            .iter()
+            .filter_map(|l| l.file_name().map(|n| n.to_string_lossy().to_string()))
+            .flat_map(|n| crate::blockdev::mappings_over(sys_root, &n))
+            .collect();
+        Stack { loops, mappings }
+    }
+
+    /// Whether a swap area's path is a file under `dir` or one of these devices;
+    /// /proc/swaps names a mapping by the node swapon was given (`/dev/mapper/NAME` or
+    /// `/dev/dm-N`).
+    fn holds(&self, dir: &Path, path: &Path) -> bool {
+        path.starts_with(dir)
+            || self.loops.iter().any(|l| l == path)
+            || self.mappings.iter().any(|m| {
+                let node = crate::crypt::mapper_path(m);
+                node == path || std::fs::canonicalize(&node).is_ok_and(|c| c == path)
+            })
+    }
+}
+
+/// The active swap areas of tiers that live under `dir`: on a file there, on a loop
+/// device over one, or on a mapping over such a loop device.
+pub fn areas_under(proc_root: &Path, sys_root: &Path, dir: &Path) -> Result<Vec<SwapArea>, PathError> {
+    let stack = Stack::under(sys_root, dir);
+    Ok(areas(proc_root)?.into_iter().filter(|a| stack.holds(dir, &a.path)).collect())
+}
+
+/// Turns off every swap area of [`areas_under`] `dir`, then removes those mappings and
+/// detaches the loop devices: the teardown of tiers that lived in a test's or a
+/// benchmark's directory, also when the tierd that made them was killed before it could
+/// clean up. Returns what could not be released, one line each.
 pub fn release_under(proc_root: &Path, sys_root: &Path, dir: &Path) -> Vec<String> {
-    let loops = crate::blockdev::loops_under(sys_root, dir);
-    let mappings: Vec<String> = loops
-        .iter()
-        .filter_map(|l| l.file_name().map(|n| n.to_string_lossy().to_string()))
-        .flat_map(|n| crate::blockdev::mappings_over(sys_root, &n))
-        .collect();
-    // /proc/swaps names a mapping by the node swapon was given: /dev/mapper/NAME or /dev/dm-N.
-    let mapped = |p: &Path| {
-        mappings.iter().any(|m| {
-            let node = crate::crypt::mapper_path(m);
-            p == node || std::fs::canonicalize(&node).is_ok_and(|c| c == p)
-        })
-    };
+    let stack = Stack::under(sys_root, dir);
     let mut problems = Vec::new();
     match areas(proc_root) {
         Ok(active) => {
-            for a in active.iter().filter(|a| a.path.starts_with(dir) || loops.contains(&a.path) || mapped(&a.path)) {
+            for a in active.iter().filter(|a| stack.holds(dir, &a.path)) {
                 if let Err(e) = swapoff(&a.path) {
                     problems.push(e.to_string());
                 }
@@ -100,12 +125,12 @@ pub fn release_under(proc_root: &Path, sys_root: &Path, dir: &Path) -> Vec<Strin
         }
         Err(e) => problems.push(e.to_string()),
     }
-    for name in &mappings {
+    for name in &stack.mappings {
         if let Err(e) = crate::crypt::close(name) {
             problems.push(e.to_string());
         }
     }
-    for dev in &loops {
+    for dev in &stack.loops {
         if let Err(e) = crate::blockdev::loop_detach(dev) {
             problems.push(e.to_string());
         }
@@ -201,6 +226,34 @@ mod tests {
         assert_eq!(a[1].size_bytes, 1048572 * 1024);
         assert_eq!(a[1].used_bytes, 2048 * 1024);
         assert_eq!(a[1].kind, "file");
+    }
+
+    #[test]
+    fn the_areas_under_a_directory_include_its_loop_device_and_the_mapping_over_it() {
+        let root = tempfile::tempdir().unwrap();
+        let (proc, sys) = (root.path().join("proc"), root.path().join("sys"));
+        std::fs::create_dir_all(&proc).unwrap();
+        std::fs::write(
+            proc.join("swaps"),
+            "Filename Type Size Used Priority\n/dev/loop0 partition 1024 0 10\n\
+             /dev/mapper/tierd-tier-loop0 partition 1024 0 10\n/dev/loop1 partition 1024 0 5\n\
+             /a/other.swap file 1024 0 1\n/b/x.swap file 1024 0 1\n",
+        )
+        .unwrap();
+        for (name, backing) in [("loop0", "/a/tier.swap"), ("loop1", "/b/tier.swap")] {
+            let d = sys.join("block").join(name);
+            std::fs::create_dir_all(d.join("loop")).unwrap();
+            std::fs::write(d.join("loop/backing_file"), format!("{backing}\n")).unwrap();
+            std::fs::create_dir_all(d.join("holders")).unwrap();
+        }
+        let dm = sys.join("devices/virtual/block/dm-0");
+        std::fs::create_dir_all(dm.join("dm")).unwrap();
+        std::fs::write(dm.join("dm/name"), "tierd-tier-loop0\n").unwrap();
+        std::os::unix::fs::symlink(&dm, sys.join("block/loop0/holders/dm-0")).unwrap();
+        let found: Vec<PathBuf> =
+            areas_under(&proc, &sys, Path::new("/a")).unwrap().into_iter().map(|a| a.path).collect();
+        let want = ["/dev/loop0", "/dev/mapper/tierd-tier-loop0", "/a/other.swap"].map(PathBuf::from);
+        assert_eq!(found, want);
     }
 
     #[test]

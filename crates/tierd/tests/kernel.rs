@@ -91,7 +91,7 @@ fn a_tenant_kept_off_the_tier_stays_in_dram_while_its_neighbour_swaps() {
     assert_eq!(keep["state"], "running", "{keep:#}");
     assert_eq!(keep["no_tier"], true, "{keep:#}");
     // v1 keeps no memory stall per cgroup: absent, not zero.
-    let v1 = d.status()["cgroup_version"] == "v1";
+    let v1 = d.cgroup_v1();
     assert_eq!(keep["memory_pressure_some"].is_null(), v1, "{keep:#}");
     assert_eq!(u(&keep["reserve_bytes"]), 128 * MIB, "{keep:#}");
     assert_eq!(u(&keep["tier_bytes"]), 0, "not a page of it on the tier: {keep:#}");
@@ -500,7 +500,7 @@ fn under_policy_none_the_kernel_oom_kills_as_plain_linux_and_the_kill_is_counted
     let work = ["--size", "400M", "--hot", "64M", "--phase", "active:120s"];
     d.run_workload("big", &["--size", "100M"], &work);
     // v1 can turn a group's OOM killer off (tierd does under its policies); v2 cannot.
-    if d.status()["cgroup_version"] == "v1" {
+    if d.cgroup_v1() {
         for dir in [d.cgroup_dir().join("tenants"), d.cgroup_dir().join("tenants/big")] {
             let oom = std::fs::read_to_string(dir.join("memory.oom_control")).unwrap();
             assert!(oom.contains("oom_kill_disable 0"), "{}: {oom}", dir.display());
@@ -560,7 +560,7 @@ fn release_lifts_what_a_dead_tierd_left_and_tenants_keep_every_page() {
     let pid = d.run_workload("w", &["--size", "384M"], &work);
     wait_for("cold memory to reach the tier", Duration::from_secs(60), || u(&d.tenant("w")["tier_bytes"]) > 64 * MIB);
     let tier_path = d.status()["tier"]["swap_path"].as_str().unwrap().to_string();
-    let v1 = d.status()["cgroup_version"] == "v1";
+    let v1 = d.cgroup_v1();
     d.kill9();
 
     let out = {

@@ -67,23 +67,11 @@ pub fn swap_paths() -> Vec<String> {
         .collect()
 }
 
-/// The active swap areas of tiers that live under `dir`: a file there, a loop device over
-/// one, or the mapping (dm-crypt, where the kernel has it) over such a loop device.
+/// The active swap areas of tiers that live under `dir` (a file, its loop device, or the
+/// dm-crypt mapping over that), by path.
 pub fn swaps_under(dir: &Path) -> Vec<String> {
-    let loops = tierd_sys::blockdev::loops_under(Path::new("/sys"), dir);
-    let mut ours: Vec<PathBuf> = loops.clone();
-    for l in &loops {
-        let name = l.file_name().unwrap().to_string_lossy().to_string();
-        for m in tierd_sys::blockdev::mappings_over(Path::new("/sys"), &name) {
-            let node = tierd_sys::crypt::mapper_path(&m);
-            ours.extend(std::fs::canonicalize(&node).ok());
-            ours.push(node);
-        }
-    }
-    swap_paths()
-        .into_iter()
-        .filter(|p| Path::new(p).starts_with(dir) || ours.iter().any(|o| o == Path::new(p)))
-        .collect()
+    let areas = tierd_sys::swap::areas_under(Path::new("/proc"), Path::new("/sys"), dir).expect("/proc/swaps");
+    areas.into_iter().map(|a| a.path.to_string_lossy().to_string()).collect()
 }
 
 pub fn alive(pid: u32) -> bool {
@@ -313,7 +301,12 @@ impl Daemon {
         }
     }
 
-    /// Swap areas on a file or loop device inside this test's directory.
+    /// Whether tierd runs on cgroup v1, where some memory files differ from v2's.
+    pub fn cgroup_v1(&mut self) -> bool {
+        self.status()["cgroup_version"] == "v1"
+    }
+
+    /// Swap areas of the tier inside this test's directory ([`swaps_under`]).
     pub fn owned_swaps(&self) -> Vec<String> {
         swaps_under(self.dir.path())
     }
