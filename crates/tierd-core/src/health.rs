@@ -25,9 +25,44 @@ fn band(v: f64, yellow: f64, red: f64) -> Colour {
     }
 }
 
-/// Tier read latency: below 200 µs green, 200–400 µs yellow, above 400 µs red.
-pub fn tier_read_latency(micros: f64) -> Colour {
-    band(micros, 200.0, 400.0)
+/// What the tier's reads are judged by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TierReadLatency {
+    /// The p99 of sampled requests (`crate::read_tail`), where tierd can trace them.
+    P99(f64),
+    /// The interval's average from the device's own counters.
+    Average(f64),
+}
+
+impl TierReadLatency {
+    /// The tail where it is known (it is what a tenant's slowest faults wait), else the average.
+    pub fn judged(p99_us: Option<f64>, average_us: Option<f64>) -> Option<TierReadLatency> {
+        p99_us.map(TierReadLatency::P99).or(average_us.map(TierReadLatency::Average))
+    }
+
+    pub fn micros(self) -> f64 {
+        match self {
+            TierReadLatency::P99(us) | TierReadLatency::Average(us) => us,
+        }
+    }
+}
+
+impl std::fmt::Display for TierReadLatency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TierReadLatency::P99(us) => write!(f, "p99 {us:.0} µs"),
+            TierReadLatency::Average(us) => write!(f, "average {us:.0} µs"),
+        }
+    }
+}
+
+/// Tier read latency: a p99 below 2 ms green, 2–8 ms yellow, above 8 ms red; an
+/// average below 200 µs green, 200–400 µs yellow, above 400 µs red.
+pub fn tier_read_latency(latency: TierReadLatency) -> Colour {
+    match latency {
+        TierReadLatency::P99(us) => band(us, 2_000.0, 8_000.0),
+        TierReadLatency::Average(us) => band(us, 200.0, 400.0),
+    }
 }
 
 /// Tier fill: below 80% green, 80–95% yellow, above 95% red. A full tier means the
@@ -46,8 +81,8 @@ pub struct HostFigures {
     pub active: u64,
     pub tier_size: u64,
     pub tier_used: u64,
-    /// Average tier read latency over the last interval, if there were reads.
-    pub tier_read_latency_us: Option<f64>,
+    /// Tier read latency, if there were enough reads to time.
+    pub tier_read_latency: Option<TierReadLatency>,
     /// Tenants with failed syscalls or cgroup writes, with their error counts.
     pub tenant_errors: Vec<(String, u64)>,
     /// Why demotion is throttled, if it is.
@@ -105,11 +140,11 @@ fn pct(a: u64, b: u64) -> f64 {
 
 /// The tier's latency, fill, encryption, drain and device.
 fn tier_checks(h: &HostFigures) -> Vec<Check> {
-    let mut out = vec![match h.tier_read_latency_us {
-        Some(us) => check(
+    let mut out = vec![match h.tier_read_latency {
+        Some(l) => check(
             "tier_read_latency",
-            tier_read_latency(us),
-            format!("tier read latency {us:.0} µs"),
+            tier_read_latency(l),
+            format!("tier read latency {l}"),
             "the tier device is slow or saturated: move the tier to a faster NVMe device, or lower the \
              ratio so fewer pages live there",
         ),
@@ -259,16 +294,33 @@ mod tests {
 
     #[test]
     fn latency_edges() {
+        use TierReadLatency::{Average, P99};
         let cases = [
-            (0.0, Colour::Green),
-            (199.9, Colour::Green),
-            (200.0, Colour::Yellow),
-            (400.0, Colour::Yellow),
-            (400.1, Colour::Red),
+            (Average(0.0), Colour::Green),
+            (Average(199.9), Colour::Green),
+            (Average(200.0), Colour::Yellow),
+            (Average(400.0), Colour::Yellow),
+            (Average(400.1), Colour::Red),
+            // A tail ten times an average's bands: one read in a hundred may queue.
+            (P99(1_999.0), Colour::Green),
+            (P99(2_000.0), Colour::Yellow),
+            (P99(8_000.0), Colour::Yellow),
+            (P99(8_001.0), Colour::Red),
         ];
-        for (us, want) in cases {
-            assert_eq!(tier_read_latency(us), want, "{us}");
+        for (l, want) in cases {
+            assert_eq!(tier_read_latency(l), want, "{l}");
         }
+    }
+
+    #[test]
+    fn the_tail_is_judged_where_it_is_known_and_the_average_where_not() {
+        use TierReadLatency::{Average, P99};
+        assert_eq!(TierReadLatency::judged(Some(900.0), Some(300.0)), Some(P99(900.0)));
+        assert_eq!(TierReadLatency::judged(None, Some(300.0)), Some(Average(300.0)));
+        assert_eq!(TierReadLatency::judged(None, None), None);
+        let h = HostFigures { tier_read_latency: Some(P99(9_000.0)), ..HostFigures::default() };
+        let c = checks(&h).into_iter().find(|c| c.name == "tier_read_latency").unwrap();
+        assert_eq!((c.colour, c.message.as_str()), (Colour::Red, "tier read latency p99 9000 µs"));
     }
 
     #[test]
@@ -293,7 +345,7 @@ mod tests {
             active: 810,
             tier_size: 100,
             tier_used: 10,
-            tier_read_latency_us: Some(150.0),
+            tier_read_latency: Some(TierReadLatency::Average(150.0)),
             ..HostFigures::default()
         };
         let c = checks(&h);

@@ -16,6 +16,7 @@ pub mod health;
 pub mod name;
 pub mod plan;
 pub mod policy;
+pub mod read_tail;
 pub mod size;
 pub mod snapshot;
 pub mod tenant;

@@ -173,6 +173,50 @@ pub fn device_of_file(sys_root: &Path, file: &Path) -> Option<String> {
     Some(link.file_name()?.to_string_lossy().to_string())
 }
 
+/// Where on a request queue the tier lies: a whole disk, or a partition's sectors on it
+/// (the tracepoints name a partition's requests by its disk and absolute sector).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueExtent {
+    pub dev: (u32, u32),
+    pub first_sector: u64,
+    /// `None`: to the end of the disk.
+    pub sectors: Option<u64>,
+}
+
+/// The request queue under the disk the kernel calls `name`: through device-mapper
+/// targets with one device under them (dm-crypt is bio-based: its requests are its
+/// device's), to a loop device or a disk, or a partition's sectors on its disk.
+/// `None` where it spans several devices.
+pub fn request_queue(sys_root: &Path, name: &str) -> Option<QueueExtent> {
+    let mut name = name.to_string();
+    // A handful of layers at most; a loop in sysfs must not hang tierd.
+    for _ in 0..8 {
+        let dir = sys_root.join("class/block").join(&name);
+        match holders_below(&dir).as_slice() {
+            [one] => name = one.clone(),
+            [_, _, ..] => return None,
+            [] if dir.join("partition").exists() => {
+                let number = |f: &str| std::fs::read_to_string(dir.join(f)).ok()?.trim().parse::<u64>().ok();
+                let disk = std::fs::canonicalize(&dir).ok()?.parent()?.file_name()?.to_string_lossy().to_string();
+                return Some(QueueExtent {
+                    dev: device_number(sys_root, &disk)?,
+                    first_sector: number("start")?,
+                    sectors: Some(number("size")?),
+                });
+            }
+            [] => return Some(QueueExtent { dev: device_number(sys_root, &name)?, first_sector: 0, sectors: None }),
+        }
+    }
+    None
+}
+
+/// The devices a device-mapper target (or md) is built on: sysfs's `slaves`.
+fn holders_below(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir.join("slaves"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default()
+}
+
 /// The kernel name of the whole drive under the disk the kernel calls `name`: through a
 /// device-mapper target with one device under it (dm-crypt), a loop device's backing
 /// file and a partition, down to the disk itself. `None` where it spans several.
@@ -181,10 +225,7 @@ pub fn whole_drive(sys_root: &Path, name: &str) -> Option<String> {
     // A handful of layers at most; a loop in sysfs must not hang tierd.
     for _ in 0..8 {
         let dir = sys_root.join("class/block").join(&name);
-        let under: Vec<String> = std::fs::read_dir(dir.join("slaves"))
-            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
-            .unwrap_or_default();
-        name = match under.as_slice() {
+        name = match holders_below(&dir).as_slice() {
             [one] => one.clone(),
             [_, _, ..] => return None,
             [] => match std::fs::read_to_string(dir.join("loop/backing_file")) {
@@ -272,6 +313,37 @@ mod tests {
         std::fs::create_dir_all(class.join("dm-1/slaves/dm-2")).unwrap();
         std::fs::create_dir_all(class.join("dm-2/slaves/dm-1")).unwrap();
         assert_eq!(whole_drive(sys, "dm-1"), None);
+    }
+
+    #[test]
+    fn the_request_queue_is_found_under_dm_crypt_and_a_partition_is_its_disks_sectors() {
+        let t = tempfile::tempdir().unwrap();
+        let sys = t.path();
+        let class = sys.join("class/block");
+        let disk = sys.join("devices/virtual/block/nvme0n1");
+        let part = disk.join("nvme0n1p3");
+        std::fs::create_dir_all(&part).unwrap();
+        std::fs::create_dir_all(&class).unwrap();
+        std::os::unix::fs::symlink(&disk, class.join("nvme0n1")).unwrap();
+        std::os::unix::fs::symlink(&part, class.join("nvme0n1p3")).unwrap();
+        for (dir, text) in [(&disk, "259:0"), (&part, "259:3")] {
+            std::fs::write(dir.join("dev"), format!("{text}\n")).unwrap();
+        }
+        std::fs::write(part.join("partition"), "3\n").unwrap();
+        std::fs::write(part.join("start"), "2048\n").unwrap();
+        std::fs::write(part.join("size"), "4096\n").unwrap();
+        std::fs::create_dir_all(class.join("dm-0/slaves/loop3")).unwrap();
+        std::fs::create_dir_all(class.join("dm-1/slaves/nvme0n1p3")).unwrap();
+        std::fs::create_dir_all(class.join("loop3")).unwrap();
+        std::fs::write(class.join("loop3/dev"), "7:3\n").unwrap();
+        std::fs::create_dir_all(class.join("md0/slaves/sda")).unwrap();
+        std::fs::create_dir_all(class.join("md0/slaves/sdb")).unwrap();
+        let whole = |dev| Some(QueueExtent { dev, first_sector: 0, sectors: None });
+        assert_eq!(request_queue(sys, "dm-0"), whole((7, 3)), "dm-crypt over a loop device: the loop's queue");
+        assert_eq!(request_queue(sys, "nvme0n1"), whole((259, 0)));
+        let part_extent = Some(QueueExtent { dev: (259, 0), first_sector: 2048, sectors: Some(4096) });
+        assert_eq!(request_queue(sys, "dm-1"), part_extent, "a partition's requests are its disk's");
+        assert_eq!(request_queue(sys, "md0"), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! - [`pagemap`]: `PAGEMAP_SCAN` on `/proc/PID/pagemap`: present / swapped / huge runs.
 //! - [`swap`]: `mkswap`, `swapon`, `swapoff` and `/proc/swaps`.
 //! - [`blockdev`]: loop devices and the checks before a block device becomes a tier.
+//! - [`blocktrace`]: the tier's read latency request by request (block tracepoints).
 //! - [`crypt`]: a dm-crypt mapping over the tier, with a key made at each start.
 //! - [`kmsg`]: the kernel's log, where failed swap I/O is reported.
 //! - [`nvme`]: an NVMe drive's SMART / health log (its own word on its wear).
@@ -16,6 +17,7 @@
 //! numbers are checked at compile time.
 
 pub mod blockdev;
+pub mod blocktrace;
 pub mod cgroup;
 pub mod crypt;
 pub mod damon;

@@ -184,8 +184,19 @@ pub struct TierStatus {
     pub used_bytes: u64,
     pub read_bytes_per_sec: f64,
     pub write_bytes_per_sec: f64,
+    /// The average over the last interval, from the device's counters.
     pub read_latency_us: Option<f64>,
+    /// The p99 of sampled reads over the last 10 s (one page in 8, issue to completion).
+    #[serde(default)]
+    pub read_latency_p99_us: Option<f64>,
+    /// The colour of the p99 where known, else of the average.
     pub read_latency_health: Option<String>,
+    /// Every sampled read's latency since start.
+    #[serde(default)]
+    pub read_latency_histogram: Option<tierd_core::read_tail::Histogram>,
+    /// Why reads are not sampled, where they are not.
+    #[serde(default)]
+    pub read_latency_p99_off: Option<String>,
     /// Fraction of the last interval the device was busy (0..=1), when it is a block device.
     #[serde(default)]
     pub utilization: f64,

@@ -64,6 +64,18 @@ impl Writer {
         self.sample(name, &[], v);
     }
 
+    /// A Prometheus histogram from cumulative counts.
+    fn histogram(&mut self, name: &str, help: &str, h: &tierd_core::read_tail::Histogram) {
+        self.family(name, "histogram", help);
+        let bucket = format!("{name}_bucket");
+        for (le, n) in h.le_us.iter().zip(&h.cumulative) {
+            self.sample(&bucket, &[("le", &(*le as f64 / 1e6).to_string())], *n as f64);
+        }
+        self.sample(&bucket, &[("le", "+Inf")], h.count as f64);
+        self.sample(&format!("{name}_sum"), &[], h.sum_secs);
+        self.sample(&format!("{name}_count"), &[], h.count as f64);
+    }
+
     /// A family whose one sample is there only when its value is known.
     fn maybe(&mut self, name: &str, kind: &str, help: &str, v: Option<f64>) {
         self.family(name, kind, help);
@@ -236,6 +248,19 @@ fn tier(w: &mut Writer, t: &TierStatus) {
         "Average read latency of the tier device over the last interval (absent without reads).",
         t.read_latency_us.map(|us| us / 1e6),
     );
+    w.maybe(
+        "tierd_tier_read_latency_p99_seconds",
+        "gauge",
+        "p99 of sampled tier reads over the last 10 s, issue to completion (absent with fewer than 100).",
+        t.read_latency_p99_us.map(|us| us / 1e6),
+    );
+    if let Some(h) = &t.read_latency_histogram {
+        w.histogram(
+            "tierd_tier_sampled_read_latency_seconds",
+            "Sampled tier reads (one page in 8) since start, issue to completion.",
+            h,
+        );
+    }
     if let Some(wear) = &t.wear {
         let help = "Bytes written to the tier device since tierd started.";
         w.maybe("tierd_tier_written_bytes_total", "counter", help, Some(wear.written_bytes as f64));
@@ -384,14 +409,15 @@ pub(crate) mod tests {
             if let Some(rest) = line.strip_prefix("# TYPE ") {
                 let mut it = rest.split(' ');
                 families.insert(it.next().unwrap().to_string());
-                assert!(matches!(it.next(), Some("gauge" | "counter")), "{line}");
+                assert!(matches!(it.next(), Some("gauge" | "counter" | "histogram")), "{line}");
                 continue;
             }
             if line.starts_with('#') {
                 continue;
             }
             let name = line.split(['{', ' ']).next().unwrap();
-            assert!(families.contains(name), "sample before its TYPE: {line}");
+            let family = ["_bucket", "_sum", "_count"].iter().find_map(|s| name.strip_suffix(s)).unwrap_or(name);
+            assert!(families.contains(name) || families.contains(family), "sample before its TYPE: {line}");
             let value = line.rsplit(' ').next().unwrap();
             assert!(value.parse::<f64>().is_ok(), "{line}");
         }
@@ -406,6 +432,23 @@ pub(crate) mod tests {
         assert!(page.contains("tierd_tenants 1\n"));
         assert!(page.contains("# TYPE tierd_moving_cpu_seconds_total counter\ntierd_moving_cpu_seconds_total 2.5\n"));
         assert!(!page.contains("tenant=\"gone\""), "exited tenants have no samples");
+    }
+
+    #[test]
+    fn sampled_read_latency_is_a_histogram_and_a_p99() {
+        let mut s = status();
+        assert!(!render(&s).contains("tierd_tier_sampled_read_latency_seconds_bucket"), "untraced: no histogram");
+        let mut tail = tierd_core::read_tail::ReadTail::default();
+        tail.add(0.0, &[80, 700, 700, 30_000]);
+        s.tier.read_latency_histogram = Some(tail.histogram());
+        s.tier.read_latency_p99_us = Some(700.0);
+        let page = render(&s);
+        assert!(page.contains("tierd_tier_read_latency_p99_seconds 0.0007\n"), "{page}");
+        assert!(page.contains("tierd_tier_sampled_read_latency_seconds_bucket{le=\"0.0001\"} 1\n"), "{page}");
+        assert!(page.contains("tierd_tier_sampled_read_latency_seconds_bucket{le=\"0.001\"} 3\n"), "{page}");
+        assert!(page.contains("tierd_tier_sampled_read_latency_seconds_bucket{le=\"+Inf\"} 4\n"), "{page}");
+        assert!(page.contains("tierd_tier_sampled_read_latency_seconds_count 4\n"), "{page}");
+        assert!(page.contains("tierd_tier_sampled_read_latency_seconds_sum 0.03148\n"), "{page}");
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct Tier {
     pub disk: Option<String>,
     /// That device's number, as the kernel's swap I/O errors name it.
     pub device_number: Option<(u32, u32)>,
+    /// The request queue under it, whose requests time the tier's reads one by one.
+    pub queue: Option<blockdev::QueueExtent>,
     /// That device's size: what a drive's rated writes per day count in, unless configured.
     pub disk_bytes: Option<u64>,
     /// The NVMe drive under it (`/dev/nvme0n1`), whose own health log tells its wear.
@@ -248,6 +250,7 @@ impl Tier {
             record,
             disk: Some(disk.to_string()),
             device_number: Some(device_number),
+            queue: None,
             disk_bytes: None,
             drive: None,
             clear_because: None,
@@ -370,11 +373,12 @@ impl Tier {
             Backing::File => blockdev::device_of_file(sys, &record.path),
         };
         let device_number = disk.as_deref().and_then(|d| blockdev::device_number(sys, d));
+        let queue = disk.as_deref().and_then(|d| blockdev::request_queue(sys, d));
         let disk_bytes = disk.as_deref().and_then(|d| blockdev::disk_size(sys, d));
         // The kernel names every NVMe namespace nvme<controller>n<namespace>.
         let drive = disk.as_deref().and_then(|d| blockdev::whole_drive(sys, d)).filter(|d| d.starts_with("nvme"));
         let drive = drive.map(|d| Path::new("/dev").join(d));
-        Tier { record, disk, device_number, disk_bytes, drive, clear_because: None }
+        Tier { record, disk, device_number, queue, disk_bytes, drive, clear_because: None }
     }
 
     /// The cipher the tier is encrypted with, or why it is not: the one answer that the

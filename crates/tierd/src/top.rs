@@ -112,11 +112,10 @@ fn host_lines(s: &Status, colour: bool) -> Vec<String> {
             colour
         )
     ));
-    let latency = match s.tier.read_latency_us {
-        Some(us) => {
-            let c = tierd_core::health::tier_read_latency(us);
-            paint(format!("{us:.0} µs ({c})"), c, colour)
-        }
+    use tierd_core::health::{TierReadLatency, tier_read_latency};
+    let judged = TierReadLatency::judged(s.tier.read_latency_p99_us, s.tier.read_latency_us);
+    let latency = match judged.map(tier_read_latency) {
+        Some(c) => paint(crate::ctl::show::latency(&s.tier), c, colour),
         None => "- (no reads)".into(),
     };
     out.push(format!(

@@ -444,14 +444,32 @@ fn demote_and_prefetch_move_a_tenants_memory() {
     });
     // The tenant rests: every read of the tier was tierd's own, none timed as the tier's
     // latency (in tierd's deep queue they read as a slow tier) over the next intervals.
+    // Nor sampled one by one: the kernel's filter leaves out the requests tierd issues.
+    let sampled = |d: &mut Daemon| u(&d.status()["tier"]["read_latency_histogram"]["count"]);
     for _ in 0..15 {
         let tier = d.status()["tier"].clone();
         assert!(tier["read_latency_us"].is_null(), "tierd's own reads timed as the tenants': {tier:#}");
+        assert!(tier["read_latency_p99_us"].is_null(), "{tier:#}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    let own = sampled(&mut d);
+    assert!(own < 100, "tierd's own 256 MiB of reads, about 8,000 samples if counted: {own} were");
+
+    // The tenant's own reads are: demoted again, it reads every page back as it verifies.
+    d.ctl(&["demote", "w"]);
     d.ctl(&["stop", "w"]);
-    wait_for("the workload to verify and exit", Duration::from_secs(60), || d.tenant("w")["state"] == "exited");
+    let mut p99 = None;
+    wait_for("the workload to verify and exit", Duration::from_secs(60), || {
+        let tier = d.status()["tier"].clone();
+        p99 = p99.or(tier["read_latency_p99_us"].as_f64());
+        assert!(tier["read_latency_p99_off"].is_null(), "{tier:#}");
+        d.tenant("w")["state"] == "exited"
+    });
     assert_eq!(d.tenant("w")["exit_code"], 0, "{}", d.tenant_stdout("w"));
+    let theirs = sampled(&mut d) - own;
+    assert!(theirs >= 100, "the tenant's reads were sampled: {theirs}");
+    assert!(p99.is_some_and(|us| us > 0.0), "a p99 while it read back: {p99:?}");
+    eprintln!("the tenant's read-back: {theirs} sampled reads, p99 {p99:?} µs; tierd's own prefetch: {own}");
 }
 
 /// A tenant that outgrows DRAM and the tier together waits at its limit (the OOM killer

@@ -323,10 +323,11 @@ fn room_demotions(states: &[State], free: u64, window: f64, per_tenant: u64) -> 
     out
 }
 
-/// Why demotion waits: the tier is slow (red read latency) or saturated.
+/// Why demotion waits: the tier is slow (red average read latency: the policy weighs
+/// what faults cost on average; the tail colours health) or saturated.
 fn tier_throttled(snap: &Snapshot) -> Option<Note> {
     if let Some(us) = snap.tier.read_latency_us
-        && crate::health::tier_read_latency(us) == crate::health::Colour::Red
+        && average_latency(us) == crate::health::Colour::Red
     {
         return Some(Note::SlowTier { read_us: us });
     }
@@ -385,9 +386,12 @@ fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Pre
     // Scattered regions only where a read is quick (a green tier: hundreds of
     // thousands of reads a second to spare); on a slow device they queue ahead of
     // the demand faults of everyone.
-    let spare_reads =
-        snap.tier.read_latency_us.is_none_or(|us| crate::health::tier_read_latency(us) == crate::health::Colour::Green);
+    let spare_reads = snap.tier.read_latency_us.is_none_or(|us| average_latency(us) == crate::health::Colour::Green);
     moves::prefetch(t, window, room, spare_reads)
+}
+
+fn average_latency(us: f64) -> crate::health::Colour {
+    crate::health::tier_read_latency(crate::health::TierReadLatency::Average(us))
 }
 
 /// One tenant's plan: its quota, its `prefetch` ([`prefetch_of`]) and moves; `room` is

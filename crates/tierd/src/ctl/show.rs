@@ -14,6 +14,18 @@ pub fn health_line(c: &Check, tty: bool) -> String {
     }
 }
 
+/// The average and, where sampled, the p99, with the colour health gives them.
+pub fn latency(t: &crate::api::TierStatus) -> String {
+    let p99 = t.read_latency_p99_us.map_or(String::new(), |us| format!(" p99 {us:.0}µs"));
+    match (t.read_latency_us, t.read_latency_health.as_deref()) {
+        (None, None) => "-".into(),
+        (avg, colour) => {
+            let avg = avg.map_or("-".into(), |us| format!("{us:.0}µs"));
+            format!("{avg}{p99} ({})", colour.unwrap_or("?"))
+        }
+    }
+}
+
 pub fn tier_line(t: &crate::api::TierStatus) -> String {
     if t.drained {
         return "tier   drained: nothing is tiered until tierd restarts with a tier".into();
@@ -27,8 +39,7 @@ pub fn tier_line(t: &crate::api::TierStatus) -> String {
         human(t.used_bytes),
         human(t.read_bytes_per_sec as u64),
         human(t.write_bytes_per_sec as u64),
-        t.read_latency_us
-            .map_or("-".into(), |l| format!("{l:.0}µs ({})", t.read_latency_health.as_deref().unwrap_or("?")))
+        latency(t)
     ) + if t.cipher.is_some() { "  encrypted" } else { "  not encrypted" }
         + &t.wear.map_or(String::new(), |w| format!("  written {}", human(w.written_bytes)))
         + &t.wear.and_then(|w| w.drive).map_or(String::new(), |d| format!("  drive life used {}%", d.percentage_used))

@@ -257,6 +257,11 @@ impl Engine {
             let hz = tierd_sys::process::clock_ticks_per_sec() as f64;
             self.self_cpu_percent = cur.self_cpu_ticks.saturating_sub(prev.self_cpu_ticks) as f64 / hz / dt * 100.0;
         }
+        let queue = self.tier.as_ref().map(|t| t.queue);
+        if let Some(why) = self.read_trace.sample(queue, now_secs()) {
+            self.events.info(None, format!("the tier's reads are timed on average only, without a p99: {why}"));
+        }
+        view.read_latency_p99_us = self.read_trace.tail.p99_us();
         self.tier_view = view;
         self.io_prev = Some(cur);
         self.read_drive_health();

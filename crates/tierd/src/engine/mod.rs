@@ -21,6 +21,7 @@ mod enforce;
 mod fixture;
 mod lifecycle;
 mod measure;
+mod read_trace;
 mod status;
 mod tenants;
 mod watch;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
+use read_trace::ReadTrace;
 use tierd_core::TenantName;
 use tierd_core::admission::{Capacity, Claim, admit};
 use tierd_core::config::{Config, PolicyKind, TrackerKind};
@@ -134,6 +136,8 @@ pub struct Engine {
     tier_writes: tierd_core::wear::WriteLog,
     /// The tier's NVMe drive's health log, read on a thread of its own.
     drive: Option<drive::DriveWatch>,
+    /// The tier's reads, sampled request by request, and why not where they cannot be.
+    read_trace: ReadTrace,
     _lock: File,
 }
 
@@ -177,6 +181,7 @@ impl Engine {
             tier_faults: TierFaults::default(),
             tier_writes: Default::default(),
             drive: None,
+            read_trace: ReadTrace::default(),
             damon: None,
             group_reclaim: Default::default(),
             _lock: lock,

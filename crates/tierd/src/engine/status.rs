@@ -59,7 +59,10 @@ impl Engine {
             read_bytes_per_sec: self.tier_view.read_bytes_per_sec,
             write_bytes_per_sec: self.tier_view.write_bytes_per_sec,
             read_latency_us: self.tier_view.read_latency_us,
-            read_latency_health: self.tier_view.read_latency_us.map(|us| health::tier_read_latency(us).to_string()),
+            read_latency_p99_us: self.tier_view.read_latency_p99_us,
+            read_latency_health: self.tier_read_latency().map(|l| health::tier_read_latency(l).to_string()),
+            read_latency_histogram: self.read_trace.is_on().then(|| self.read_trace.tail.histogram()),
+            read_latency_p99_off: self.read_trace.off_because().map(str::to_string),
             utilization: self.tier_view.utilization,
             drained: false,
             cipher: t.encryption().ok().map(str::to_string),
@@ -79,6 +82,10 @@ impl Engine {
         Wear { drive, ..self.tier_writes.wear(now_secs(), rated) }
     }
 
+    fn tier_read_latency(&self) -> Option<health::TierReadLatency> {
+        health::TierReadLatency::judged(self.tier_view.read_latency_p99_us, self.tier_view.read_latency_us)
+    }
+
     /// The host's figures the health checks judge.
     fn host_figures(&self, active: u64, tenants: &[TenantStatus], wear: Option<Wear>) -> health::HostFigures {
         health::HostFigures {
@@ -86,7 +93,7 @@ impl Engine {
             active,
             tier_size: self.tier_view.size_bytes,
             tier_used: self.tier_view.used_bytes,
-            tier_read_latency_us: self.tier_view.read_latency_us,
+            tier_read_latency: self.tier_read_latency(),
             tenant_errors: tenant_errors(tenants),
             throttled: self.notes.iter().find(|n| n.throttles_demotion()).map(|n| n.to_string()),
             waiting: self

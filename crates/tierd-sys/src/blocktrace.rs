@@ -1,0 +1,491 @@
+//! The tier's read latency request by request: the block layer's `block_rq_issue` and
+//! `block_rq_complete` tracepoints as perf events, one ring per CPU. No BPF: its programs
+//! need a compiler the hosts tierd builds on may lack, and user space can pair a
+//! sample of requests cheaply. The kernel's own filter keeps the tier's reads, about
+//! one page in [`SAMPLED_ONE_IN`] (by sector bits), and drops tierd's own requests.
+
+use crate::blockdev::QueueExtent;
+use perf_event_open_sys as perf;
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Requests whose start sector has these bits clear are sampled: bits 3–5 of a sector
+/// number, so one 4 KiB page in eight (swap pages start on 8-sector boundaries).
+const SAMPLED_SECTOR_BITS: u64 = 0b111_000;
+/// How many of the tier's reads one sampled read stands for.
+pub const SAMPLED_ONE_IN: u64 = 8;
+/// Data pages of each CPU's ring (128 KiB): about 1,400 sampled requests between reads.
+const RING_DATA_PAGES: usize = 32;
+/// An issue whose completion was never seen (lost from a full ring) is forgotten after this.
+const PENDING_NS: u64 = 30_000_000_000;
+
+/// Why the tier's requests cannot be traced.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// tracefs cannot be read
+    #[error("cannot read the block tracepoints' formats from tracefs: {0}")]
+    Tracefs(io::Error),
+    /// a format not as expected
+    #[error("block tracepoint {event}: {why}")]
+    Format { event: &'static str, why: String },
+    /// perf_event_open or its setup failed
+    #[error("{what} on CPU {cpu}: {err} (needs root or CAP_PERFMON)")]
+    Perf { what: &'static str, cpu: u32, err: io::Error },
+}
+
+/// Where a field lies in a tracepoint's raw record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Field {
+    offset: usize,
+    size: usize,
+}
+
+/// What tierd reads from one tracepoint's raw record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EventFormat {
+    id: u64,
+    dev: Field,
+    sector: Field,
+}
+
+/// Parses a tracepoint's `format` file for its id and the `dev` and `sector` fields,
+/// whose offsets differ between kernels.
+fn parse_format(event: &'static str, text: &str) -> Result<EventFormat, TraceError> {
+    let bad = |why: &str| TraceError::Format { event, why: why.to_string() };
+    let id = text.lines().find_map(|l| l.strip_prefix("ID:")).ok_or_else(|| bad("no ID"))?;
+    let id = id.trim().parse().map_err(|_| bad("an ID that is not a number"))?;
+    let field = |name: &str| -> Result<Field, TraceError> {
+        let line = text
+            .lines()
+            .map(str::trim)
+            .find(|l| {
+                l.strip_prefix("field:")
+                    .and_then(|f| f.split(';').next())
+                    .is_some_and(|d| d.ends_with(&format!(" {name}")))
+            })
+            .ok_or_else(|| bad(&format!("no field {name}")))?;
+        let number = |key: &str| {
+            line.split(';').find_map(|p| p.trim().strip_prefix(key)).and_then(|v| v.trim().parse::<usize>().ok())
+        };
+        let f = Field {
+            offset: number("offset:").ok_or_else(|| bad("no offset"))?,
+            size: number("size:").ok_or_else(|| bad("no size"))?,
+        };
+        Ok(f)
+    };
+    let (dev, sector) = (field("dev")?, field("sector")?);
+    if dev.size != 4 || sector.size != 8 {
+        return Err(bad(&format!("dev of {} bytes and sector of {}, not 4 and 8", dev.size, sector.size)));
+    }
+    Ok(EventFormat { id, dev, sector })
+}
+
+/// The kernel's own encoding of a device number in tracepoints (`MKDEV`).
+fn kernel_dev((major, minor): (u32, u32)) -> u32 {
+    (major << 20) | minor
+}
+
+/// The perf filter of one event: the tier's reads, a sample of their sectors, and for
+/// issues none made by the task named `own_comm` (tierd's moves, timed in its deep queue).
+fn filter(extent: &QueueExtent, own_comm: Option<&str>) -> String {
+    let mut f = format!("dev == {} && rwbs ~ \"R*\" && !(sector & {SAMPLED_SECTOR_BITS})", kernel_dev(extent.dev));
+    if extent.first_sector > 0 {
+        f += &format!(" && sector >= {}", extent.first_sector);
+    }
+    if let Some(n) = extent.sectors {
+        f += &format!(" && sector < {}", extent.first_sector + n);
+    }
+    if let Some(comm) = own_comm {
+        f += &format!(" && comm != \"{comm}\"");
+    }
+    f
+}
+
+/// Reads tracefs files where tracefs is not mounted, without mounting it for anyone
+/// else: a thread of its own unshares its mount namespace and mounts tracefs there.
+fn read_tracefs(files: &'static [&'static str]) -> io::Result<Vec<String>> {
+    std::thread::spawn(move || {
+        let dir = Path::new("/sys/kernel/tracing");
+        if !dir.join("events").exists() {
+            // SAFETY: unshare takes no pointers; CLONE_NEWNS with CLONE_FS (implied) only
+            // affects this thread, which ends here.
+            if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
+            mount(Some(c"nodev"), c"/sys/kernel/tracing", Some(c"tracefs"), 0)?;
+        }
+        files.iter().map(|f| std::fs::read_to_string(dir.join(f))).collect()
+    })
+    .join()
+    .unwrap_or_else(|_| Err(io::Error::other("the tracefs reader panicked")))
+}
+
+fn mount(
+    source: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+) -> io::Result<()> {
+    let ptr = |s: Option<&std::ffi::CStr>| s.map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call, or null.
+    let rc = unsafe { libc::mount(ptr(source), target.as_ptr(), ptr(fstype), flags, std::ptr::null()) };
+    if rc != 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// The CPUs in a kernel CPU list (`0-3,5`).
+fn parse_cpu_list(text: &str) -> Vec<u32> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+            cpus.extend(a..=b);
+        }
+    }
+    cpus
+}
+
+/// One CPU's ring buffer, shared by its issue and completion events.
+struct Ring {
+    base: *mut u8,
+    len: usize,
+    data_offset: usize,
+    data_size: usize,
+}
+
+// SAFETY: the mapping belongs to this Ring alone; the kernel writes it concurrently only
+// through the head it publishes, which `read` loads with acquire ordering.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    fn map(fd: &OwnedFd, cpu: u32) -> Result<Ring, TraceError> {
+        let page = 4096;
+        let len = page * (1 + RING_DATA_PAGES);
+        // SAFETY: a fresh shared mapping of the perf fd, length (1 + 2^n) pages as perf wants.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(TraceError::Perf { what: "mmap of the perf ring", cpu, err: io::Error::last_os_error() });
+        }
+        Ok(Ring { base: base as *mut u8, len, data_offset: page, data_size: page * RING_DATA_PAGES })
+    }
+
+    fn control(&self, field: usize) -> &AtomicU64 {
+        // SAFETY: data_head (1024) and data_tail (1032) are aligned u64s in the first page,
+        // shared with the kernel, which is what AtomicU64 is for.
+        unsafe { &*(self.base.add(field) as *const AtomicU64) }
+    }
+
+    /// Copies out every record the kernel has written since the last call.
+    fn read(&mut self, out: &mut Vec<Vec<u8>>) {
+        let head =
+            self.control(std::mem::offset_of!(perf::bindings::perf_event_mmap_page, data_head)).load(Ordering::Acquire);
+        let tail_cell = self.control(std::mem::offset_of!(perf::bindings::perf_event_mmap_page, data_tail));
+        let mut tail = tail_cell.load(Ordering::Relaxed);
+        while tail + 8 <= head {
+            let header = self.copy(tail, 8);
+            let size = u16::from_ne_bytes([header[6], header[7]]) as u64;
+            if size < 8 || tail + size > head {
+                break;
+            }
+            out.push(self.copy(tail, size as usize));
+            tail += size;
+        }
+        tail_cell.store(head, Ordering::Release);
+    }
+
+    /// `len` bytes at ring position `at`, across the wrap.
+    fn copy(&self, at: u64, len: usize) -> Vec<u8> {
+        let start = (at % self.data_size as u64) as usize;
+        let first = len.min(self.data_size - start);
+        // SAFETY: both spans lie inside the data area of the live mapping.
+        let data = unsafe { std::slice::from_raw_parts(self.base.add(self.data_offset), self.data_size) };
+        let mut v = data[start..start + first].to_vec();
+        v.extend_from_slice(&data[..len - first]);
+        v
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `map`, which nothing references after.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+/// What the rings held since the last look.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Sampled {
+    /// Latencies (issue to completion) of the sampled reads that completed, in µs.
+    pub read_micros: Vec<u32>,
+    /// Records the kernel dropped because a ring was full.
+    pub lost: u64,
+}
+
+/// Issue and completion events of the tier's request queue, on every CPU.
+pub struct ReadLatency {
+    rings: Vec<Ring>,
+    _events: Vec<OwnedFd>,
+    issue: EventFormat,
+    complete: EventFormat,
+    /// Issued and not yet completed: (device, sector) → issue time (ns).
+    pending: HashMap<(u32, u64), u64>,
+}
+
+impl ReadLatency {
+    /// Starts sampling the reads on `extent`, leaving out those `own_comm` issues.
+    pub fn start(extent: &QueueExtent, own_comm: Option<&str>) -> Result<ReadLatency, TraceError> {
+        let texts = read_tracefs(&["events/block/block_rq_issue/format", "events/block/block_rq_complete/format"])
+            .map_err(TraceError::Tracefs)?;
+        let issue = parse_format("block_rq_issue", &texts[0])?;
+        let complete = parse_format("block_rq_complete", &texts[1])?;
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").map_err(TraceError::Tracefs)?;
+        let mut events = Vec::new();
+        let mut rings = Vec::new();
+        for cpu in parse_cpu_list(&online) {
+            let first = open_event(issue.id, cpu, &filter(extent, own_comm))?;
+            let ring = Ring::map(&first, cpu)?;
+            let second = open_event(complete.id, cpu, &filter(extent, None))?;
+            // SAFETY: plain ioctls on perf fds this function opened on the same CPU.
+            let rc = unsafe { perf::ioctls::SET_OUTPUT(second.as_raw_fd(), first.as_raw_fd()) };
+            if rc != 0 {
+                return Err(TraceError::Perf { what: "sharing the ring", cpu, err: io::Error::last_os_error() });
+            }
+            for fd in [&first, &second] {
+                // SAFETY: as above.
+                if unsafe { perf::ioctls::ENABLE(fd.as_raw_fd(), 0) } != 0 {
+                    return Err(TraceError::Perf { what: "enabling the event", cpu, err: io::Error::last_os_error() });
+                }
+            }
+            rings.push(ring);
+            events.extend([first, second]);
+        }
+        Ok(ReadLatency { rings, _events: events, issue, complete, pending: HashMap::new() })
+    }
+
+    /// The reads that completed since the last call.
+    pub fn take(&mut self) -> Sampled {
+        let mut records = Vec::new();
+        for r in &mut self.rings {
+            r.read(&mut records);
+        }
+        let mut out = Sampled::default();
+        let mut samples = Vec::new();
+        for rec in &records {
+            match parse_record(rec, &self.issue, &self.complete) {
+                Some(Record::Sample(s)) => samples.push(s),
+                Some(Record::Lost(n)) => out.lost += n,
+                None => {}
+            }
+        }
+        out.read_micros = pair(&mut self.pending, samples);
+        out
+    }
+}
+
+/// Opens one tracepoint event on `cpu`, disabled, with its filter.
+fn open_event(id: u64, cpu: u32, filter: &str) -> Result<OwnedFd, TraceError> {
+    let mut attr = perf::bindings::perf_event_attr {
+        type_: perf::bindings::PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
+        config: id,
+        sample_type: (perf::bindings::PERF_SAMPLE_TIME | perf::bindings::PERF_SAMPLE_RAW) as u64,
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = 1;
+    attr.set_disabled(1);
+    // SAFETY: attr is initialised; pid -1 with a CPU traces that CPU for every task.
+    let fd = unsafe { perf::perf_event_open(&mut attr, -1, cpu as i32, -1, perf::bindings::PERF_FLAG_FD_CLOEXEC as _) };
+    if fd < 0 {
+        return Err(TraceError::Perf { what: "perf_event_open", cpu, err: io::Error::last_os_error() });
+    }
+    // SAFETY: fd is a new descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let text = std::ffi::CString::new(filter).map_err(|e| TraceError::Perf {
+        what: "filter",
+        cpu,
+        err: io::Error::other(e),
+    })?;
+    // SAFETY: the filter is a NUL-terminated string the kernel copies during the call.
+    if unsafe { perf::ioctls::SET_FILTER(fd.as_raw_fd(), text.as_ptr() as *mut _) } != 0 {
+        return Err(TraceError::Perf { what: "setting the filter", cpu, err: io::Error::last_os_error() });
+    }
+    Ok(fd)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Issue,
+    Complete,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sample {
+    kind: Kind,
+    time_ns: u64,
+    dev: u32,
+    sector: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Record {
+    Sample(Sample),
+    Lost(u64),
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// One ring record: a sample (header, u64 time, u32 raw size, raw) or a count of lost ones.
+fn parse_record(rec: &[u8], issue: &EventFormat, complete: &EventFormat) -> Option<Record> {
+    let kind = u32_at(rec, 0)?;
+    if kind == perf::bindings::PERF_RECORD_LOST {
+        return Some(Record::Lost(u64_at(rec, 16)?));
+    }
+    if kind != perf::bindings::PERF_RECORD_SAMPLE {
+        return None;
+    }
+    let time_ns = u64_at(rec, 8)?;
+    let raw_len = u32_at(rec, 16)? as usize;
+    let raw = rec.get(20..20 + raw_len)?;
+    let common_type = u16::from_ne_bytes(raw.get(0..2)?.try_into().ok()?) as u64;
+    let (kind, f) = match common_type {
+        t if t == issue.id => (Kind::Issue, issue),
+        t if t == complete.id => (Kind::Complete, complete),
+        _ => return None,
+    };
+    Some(Record::Sample(Sample {
+        kind,
+        time_ns,
+        dev: u32_at(raw, f.dev.offset)?,
+        sector: u64_at(raw, f.sector.offset)?,
+    }))
+}
+
+/// Pairs each completion with its issue (same device and sector), in time order across
+/// CPUs; issues still open wait in `pending` for the next call.
+fn pair(pending: &mut HashMap<(u32, u64), u64>, mut samples: Vec<Sample>) -> Vec<u32> {
+    samples.sort_by_key(|s| s.time_ns);
+    let mut micros = Vec::new();
+    for s in &samples {
+        match s.kind {
+            Kind::Issue => {
+                pending.insert((s.dev, s.sector), s.time_ns);
+            }
+            Kind::Complete => {
+                if let Some(at) = pending.remove(&(s.dev, s.sector)) {
+                    micros.push((s.time_ns.saturating_sub(at) / 1000).min(u32::MAX as u64) as u32);
+                }
+            }
+        }
+    }
+    if let Some(last) = samples.last() {
+        pending.retain(|_, at| last.time_ns.saturating_sub(*at) < PENDING_NS);
+    }
+    micros
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ISSUE_6_18: &str = "name: block_rq_issue\nID: 2104\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+        \tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
+        \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n\
+        \tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;\n\
+        \tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;\n";
+
+    #[test]
+    fn a_format_gives_the_id_and_where_dev_and_sector_lie() {
+        let f = parse_format("block_rq_issue", ISSUE_6_18).unwrap();
+        assert_eq!(
+            f,
+            EventFormat { id: 2104, dev: Field { offset: 8, size: 4 }, sector: Field { offset: 16, size: 8 } }
+        );
+        // `nr_sector` must not be taken for `sector`.
+        let moved = ISSUE_6_18
+            .replace("sector_t sector;\toffset:16", "sector_t sector;\toffset:24")
+            .replace("nr_sector;\toffset:24", "nr_sector;\toffset:16");
+        assert_eq!(parse_format("block_rq_issue", &moved).unwrap().sector.offset, 24);
+        let e = parse_format("block_rq_issue", &ISSUE_6_18.replace("dev_t dev;", "dev_t device;")).unwrap_err();
+        assert!(e.to_string().contains("no field dev"), "{e}");
+    }
+
+    #[test]
+    fn the_filter_keeps_the_tiers_sampled_reads_and_leaves_tierds_own_out() {
+        let whole = QueueExtent { dev: (7, 3), first_sector: 0, sectors: None };
+        assert_eq!(filter(&whole, None), "dev == 7340035 && rwbs ~ \"R*\" && !(sector & 56)");
+        let part = QueueExtent { dev: (259, 0), first_sector: 2048, sectors: Some(4096) };
+        assert_eq!(
+            filter(&part, Some("tierd")),
+            "dev == 271581184 && rwbs ~ \"R*\" && !(sector & 56) && sector >= 2048 && sector < 6144 && comm != \"tierd\""
+        );
+    }
+
+    #[test]
+    fn cpu_lists_expand() {
+        assert_eq!(parse_cpu_list("0-3,5\n"), vec![0, 1, 2, 3, 5]);
+        assert_eq!(parse_cpu_list("0"), vec![0]);
+    }
+
+    fn sample(kind: Kind, time_ns: u64, sector: u64) -> Sample {
+        Sample { kind, time_ns, dev: 1, sector }
+    }
+
+    #[test]
+    fn completions_pair_with_their_issues_across_cpus_and_calls() {
+        let mut pending = HashMap::new();
+        // CPU 1's completion was read before CPU 0's issue: time order decides.
+        let first =
+            vec![sample(Kind::Complete, 900_000, 8), sample(Kind::Issue, 100_000, 8), sample(Kind::Issue, 950_000, 64)];
+        assert_eq!(pair(&mut pending, first), vec![800]);
+        assert_eq!(pair(&mut pending, vec![sample(Kind::Complete, 1_450_000, 64)]), vec![500]);
+        // A completion with no issue seen (tierd's own, or before the start) counts nothing.
+        assert_eq!(pair(&mut pending, vec![sample(Kind::Complete, 2_000_000, 128)]), Vec::<u32>::new());
+        // An issue whose completion was lost is forgotten.
+        pair(&mut pending, vec![sample(Kind::Issue, 3_000_000, 256)]);
+        pair(&mut pending, vec![sample(Kind::Issue, 3_000_000 + PENDING_NS, 512)]);
+        assert_eq!(pending.len(), 1);
+    }
+
+    #[test]
+    fn records_parse_by_the_events_format() {
+        let f = parse_format("block_rq_issue", ISSUE_6_18).unwrap();
+        let c = EventFormat { id: 2107, ..f };
+        let mut raw = vec![0u8; 44];
+        raw[0..2].copy_from_slice(&2107u16.to_ne_bytes());
+        raw[8..12].copy_from_slice(&42u32.to_ne_bytes());
+        raw[16..24].copy_from_slice(&4096u64.to_ne_bytes());
+        let mut rec = Vec::new();
+        rec.extend_from_slice(&perf::bindings::PERF_RECORD_SAMPLE.to_ne_bytes());
+        rec.extend_from_slice(&[0, 0, 0, 0]);
+        rec.extend_from_slice(&77u64.to_ne_bytes());
+        rec.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+        rec.extend_from_slice(&raw);
+        let want = Sample { kind: Kind::Complete, time_ns: 77, dev: 42, sector: 4096 };
+        assert_eq!(parse_record(&rec, &f, &c), Some(Record::Sample(want)));
+        let mut lost = perf::bindings::PERF_RECORD_LOST.to_ne_bytes().to_vec();
+        lost.extend_from_slice(&[0; 12]);
+        lost.extend_from_slice(&9u64.to_ne_bytes());
+        assert_eq!(parse_record(&lost, &f, &c), Some(Record::Lost(9)));
+        assert_eq!(parse_record(&rec[..20], &f, &c), None, "a short record is skipped, not read past");
+    }
+}
