@@ -23,6 +23,8 @@ for b in tierd tierctl tierd-bench; do ln -sf "/bin/$b" "$bin_dir/$b"; done
 svc=/sys/fs/cgroup/kernel-tests.service
 mkdir -p $svc/supervisor
 echo $$ > $svc/supervisor/cgroup.procs
+# An emulated CPU: the tests' waits, set for a host's, are this many times longer.
+export TIERD_TEST_TIME_SCALE=5
 tests=$(sed -n 's/.*tierd\.tests=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
 # shellcheck disable=SC2086 # one argument per test name
 /bin/kernel-tests --exact --test-threads 1 $tests 2>&1

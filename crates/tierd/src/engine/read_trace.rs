@@ -35,7 +35,9 @@ impl ReadTrace {
             (self.on, self.off) = (None, None);
             return None;
         };
-        if self.on.as_ref().map(|(q, _)| *q) == queue || self.off.as_ref().is_some_and(|(q, _)| *q == queue) {
+        let traced = self.on.as_ref().map(|(q, _)| Some(*q));
+        let refused = self.off.as_ref().map(|(q, _)| *q);
+        if traced == Some(queue) || refused == Some(queue) {
             return None;
         }
         self.on = None;
@@ -64,5 +66,22 @@ impl ReadTrace {
     /// Why the tier's reads are not timed one by one, when a tier is there and they are not.
     pub fn off_because(&self) -> Option<&str> {
         self.off.as_ref().map(|(_, why)| why.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tier_with_no_one_queue_is_said_once_and_forgotten_with_the_tier() {
+        let mut t = ReadTrace::default();
+        let why = t.sample(Some(None), 1.0).expect("said the first time");
+        assert!(why.contains("several devices"), "{why}");
+        assert_eq!(t.sample(Some(None), 2.0), None, "not again for the same tier");
+        assert_eq!(t.off_because(), Some(why.as_str()));
+        assert!(!t.is_on());
+        assert_eq!(t.sample(None, 3.0), None);
+        assert_eq!(t.off_because(), None, "no tier, nothing to explain");
     }
 }

@@ -79,7 +79,9 @@ pub fn alive(pid: u32) -> bool {
         && std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
 }
 
+/// Waits until `f` holds, at most `timeout` times [`time_scale`].
 pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let timeout = timeout.mul_f64(time_scale());
     let end = Instant::now() + timeout;
     while Instant::now() < end {
         if f() {
@@ -88,6 +90,12 @@ pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(200));
     }
     panic!("timed out after {timeout:?} waiting for {what}");
+}
+
+/// How much slower than this host's CPU the tests run: `TIERD_TEST_TIME_SCALE`, which
+/// the emulated guests set (scripts/guest-kernel-tests.sh); 1 unset.
+pub fn time_scale() -> f64 {
+    std::env::var("TIERD_TEST_TIME_SCALE").ok().and_then(|v| v.parse().ok()).filter(|s: &f64| *s >= 1.0).unwrap_or(1.0)
 }
 
 /// A tierd under test.
