@@ -294,6 +294,14 @@ impl ReadLatency {
     }
 }
 
+/// Whether this kernel lets tierd time requests: the formats read and an issue event
+/// opened (and closed at once) on CPU 0.
+pub fn probe() -> Result<(), TraceError> {
+    let texts = read_tracefs(&["events/block/block_rq_issue/format"]).map_err(TraceError::Tracefs)?;
+    let issue = parse_format("block_rq_issue", &texts[0])?;
+    open_event(issue.id, 0, "dev == 0").map(drop)
+}
+
 /// Opens one tracepoint event on `cpu`, disabled, with its filter.
 fn open_event(id: u64, cpu: u32, filter: &str) -> Result<OwnedFd, TraceError> {
     let mut attr = perf::bindings::perf_event_attr {

@@ -69,12 +69,18 @@ pub struct KernelFeatures {
     /// The kernel log (`/dev/kmsg`) readable: the only report of a failed swap I/O.
     #[serde(default)]
     pub kernel_log: bool,
+    /// Why the block tracepoints cannot time the tier's reads one by one, or `None` when
+    /// they can (`blocktrace::probe`; not asked of fixtures).
+    #[serde(default)]
+    pub block_trace_error: Option<String>,
 }
 
 impl KernelFeatures {
     /// This host's kernel.
     pub fn probe() -> KernelFeatures {
-        KernelFeatures::read(Path::new("/"), &ProcFs::new("/proc"), SyscallProbes::run())
+        let mut k = KernelFeatures::read(Path::new("/"), &ProcFs::new("/proc"), SyscallProbes::run());
+        k.block_trace_error = crate::blocktrace::probe().err().map(|e| e.to_string());
+        k
     }
 
     /// Reads the file probes under `root` (sysfs at `root/sys`), procfs from `proc`.
@@ -97,6 +103,7 @@ impl KernelFeatures {
             zswap: text(&sys.join("module/zswap/parameters/enabled")).map(|t| t == "Y" || t == "1"),
             device_mapper: crate::crypt::has_device_mapper(&sys),
             kernel_log: std::fs::File::open(root.join("dev/kmsg")).is_ok(),
+            block_trace_error: None,
         }
     }
 }

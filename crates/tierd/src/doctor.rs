@@ -236,8 +236,8 @@ fn optional_findings(k: &KernelFeatures) -> Vec<Finding> {
     rows.into_iter().map(|(key, feature, state, note)| Finding { key, feature, state, note }).collect()
 }
 
-/// What keeps the tier's contents private and its failures seen.
-fn tier_device_findings(k: &KernelFeatures) -> [Finding; 2] {
+/// What keeps the tier's contents private and its failures and tail seen.
+fn tier_device_findings(k: &KernelFeatures) -> [Finding; 3] {
     [
         presence(
             ("device_mapper", "device-mapper (an encrypted tier)"),
@@ -252,6 +252,15 @@ fn tier_device_findings(k: &KernelFeatures) -> [Finding; 2] {
             "a failing tier device is seen from the kernel's swap I/O errors",
             "a failing tier device is seen only when a tenant dies of it (tierd cannot read the kernel's log)",
         ),
+        Finding {
+            key: "block_trace",
+            feature: "block tracepoints as perf events",
+            state: State::of(k.block_trace_error.is_none()),
+            note: match &k.block_trace_error {
+                None => "the tier's reads are timed one by one: health judges their p99".into(),
+                Some(why) => format!("the tier's reads are timed on average only ({why})"),
+            },
+        },
     ]
 }
 
@@ -325,6 +334,7 @@ mod tests {
             zswap: Some(false),
             device_mapper: true,
             kernel_log: true,
+            block_trace_error: None,
         }
     }
 
@@ -379,6 +389,16 @@ mod tests {
         assert!(finding(&r, "device_mapper").note.contains("in the clear"), "{r:#?}");
         assert!(r.render().contains("no   device-mapper (an encrypted tier)"), "{}", r.render());
         assert!(finding(&Report::new(kernel(Version::V2, ALL)), "device_mapper").note.contains("encrypted by default"));
+    }
+
+    #[test]
+    fn a_kernel_that_cannot_trace_requests_is_told_its_tier_is_judged_on_average() {
+        let mut k = kernel(Version::V2, ALL);
+        assert!(finding(&Report::new(k.clone()), "block_trace").note.contains("p99"));
+        k.block_trace_error = Some("perf_event_open on CPU 0: Permission denied".into());
+        let r = Report::new(k);
+        assert_eq!(finding(&r, "block_trace").state, State::No);
+        assert!(r.render().contains("on average only (perf_event_open on CPU 0: Permission denied)"), "{}", r.render());
     }
 
     #[test]

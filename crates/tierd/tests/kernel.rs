@@ -399,6 +399,7 @@ fn tierds_own_memory_is_locked_in_dram() {
 #[test]
 fn doctor_names_the_cgroup_and_quota_mechanism_tierd_uses() {
     let _g = serial();
+    let tracefs_before = std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(" - tracefs ");
     let mut d = Daemon::start(&["--dram-budget", "256M", "--policy", "static"]);
     let version = d.status()["cgroup_version"].as_str().unwrap().to_string();
     let out = d.try_ctl(&["doctor", "--json"]);
@@ -413,6 +414,17 @@ fn doctor_names_the_cgroup_and_quota_mechanism_tierd_uses() {
     assert!(doctor["blocker"].is_null(), "{doctor:#}");
     let text = d.ctl(&["doctor"]);
     assert!(text.contains("how tierd works here") && text.contains("process_madvise"), "{text}");
+
+    // The tier's reads can be timed one by one here, and tierd traces its tier's queue,
+    // having read tracefs without mounting it where anyone else would see it.
+    let trace = doctor["findings"].as_array().unwrap().iter().find(|f| f["key"] == "block_trace").unwrap();
+    assert_eq!(trace["state"], "yes", "{trace:#}");
+    wait_for("a pass over the tier", Duration::from_secs(10), || {
+        d.status()["tier"]["read_latency_histogram"].is_object()
+    });
+    assert!(d.status()["tier"]["read_latency_p99_off"].is_null(), "{:#}", d.status()["tier"]);
+    let tracefs_after = std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(" - tracefs ");
+    assert_eq!(tracefs_after, tracefs_before, "tracefs mounted or unmounted in the host's namespace");
 }
 
 #[test]
