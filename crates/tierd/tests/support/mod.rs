@@ -98,6 +98,17 @@ pub fn time_scale() -> f64 {
     std::env::var("TIERD_TEST_TIME_SCALE").ok().and_then(|v| v.parse().ok()).filter(|s: &f64| *s >= 1.0).unwrap_or(1.0)
 }
 
+/// A workload phase (`active:40s`) made [`time_scale`] times longer: a tenant must
+/// outlast what the test does around it on a slower CPU too.
+pub fn phase(kind: &str, secs: u64) -> String {
+    format!("{kind}:{}s", (secs as f64 * time_scale()).round() as u64)
+}
+
+/// Sleeps `d` times [`time_scale`]: time for the kernel or tierd to act.
+pub fn pause(d: Duration) {
+    std::thread::sleep(d.mul_f64(time_scale()));
+}
+
 /// A tierd under test.
 pub struct Daemon {
     pub dir: tempfile::TempDir,
@@ -219,7 +230,7 @@ impl Daemon {
     }
 
     /// Starts a workload tenant; returns its PID.
-    pub fn run_workload(&mut self, name: &str, spec: &[&str], workload: &[&str]) -> u32 {
+    pub fn run_workload<S: AsRef<str>>(&mut self, name: &str, spec: &[&str], workload: &[S]) -> u32 {
         let bench = bench_bin();
         let mut args = vec!["run", "--name", name];
         args.extend_from_slice(spec);
@@ -227,7 +238,7 @@ impl Daemon {
         let bench = bench.to_string_lossy().to_string();
         args.push(&bench);
         args.push("workload");
-        args.extend_from_slice(workload);
+        args.extend(workload.iter().map(AsRef::as_ref));
         let out = self.ctl(&args);
         out.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
