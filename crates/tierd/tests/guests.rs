@@ -773,7 +773,7 @@ fn on_cgroup_v2_in_a_6_12_guest_a_page_cache_tenant_stays_off_the_tier_and_is_ne
 /// tenant named while it waits at its quota; the v2 cases are the checks above), and
 /// those that take 4–8 minutes each emulated (kill -9 with two 512 MiB tenants, the tier
 /// drain, a tenant kept off the tier beside one that swaps, demote and prefetch, two
-/// 1 GiB tenants): they pass there by hand (operating.md), and would double CI's time.
+/// 1 GiB tenants): run by hand (operating.md); they would double CI's time.
 const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
     "a_killed_runs_tier_and_cgroups_are_swept_up_by_the_next_run",
     "a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind",
