@@ -39,12 +39,6 @@ impl TierReadLatency {
     pub fn judged(p99_us: Option<f64>, average_us: Option<f64>) -> Option<TierReadLatency> {
         p99_us.map(TierReadLatency::P99).or(average_us.map(TierReadLatency::Average))
     }
-
-    pub fn micros(self) -> f64 {
-        match self {
-            TierReadLatency::P99(us) | TierReadLatency::Average(us) => us,
-        }
-    }
 }
 
 impl std::fmt::Display for TierReadLatency {

@@ -105,10 +105,6 @@ pub struct TierView {
     /// Average read latency over the last interval of the reads tierd did not make
     /// itself (its prefetch and relayout are set apart), when there were enough to time.
     pub read_latency_us: Option<f64>,
-    /// The p99 of sampled reads over the last few seconds (`crate::read_tail`), where
-    /// tierd can trace the tier's requests and there were enough.
-    #[serde(default)]
-    pub read_latency_p99_us: Option<f64>,
     pub read_bytes_per_sec: f64,
     pub write_bytes_per_sec: f64,
     /// Fraction of the interval the device was busy (0..=1).

@@ -263,7 +263,6 @@ impl Engine {
         if let Some(why) = self.read_trace.sample(queue, now_secs()) {
             self.events.info(None, format!("the tier's reads are timed on average only, without a p99: {why}"));
         }
-        view.read_latency_p99_us = self.read_trace.tail.p99_us();
         self.tier_view = view;
         self.io_prev = Some(cur);
         self.read_drive_health();

@@ -12,8 +12,8 @@ pub(crate) struct ReadTrace {
     /// The queue that could not be traced, and why.
     off: Option<(Option<QueueExtent>, String)>,
     pub tail: ReadTail,
-    /// Samples the kernel dropped from a full ring since start.
-    pub lost: u64,
+    /// The tail's p99 as of the last sample: status asks for it more often than it changes.
+    pub p99_us: Option<f64>,
 }
 
 impl ReadTrace {
@@ -23,10 +23,9 @@ impl ReadTrace {
     pub fn sample(&mut self, tier: Option<Option<QueueExtent>>, now: f64) -> Option<String> {
         let said = self.follow(tier);
         if let Some((_, trace)) = self.on.as_mut() {
-            let s = trace.take();
-            self.lost += s.lost;
-            self.tail.add(now, &s.read_micros);
+            self.tail.add(now, &trace.take().read_micros);
         }
+        self.p99_us = self.tail.p99_us();
         said
     }
 

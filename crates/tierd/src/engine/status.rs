@@ -59,7 +59,7 @@ impl Engine {
             read_bytes_per_sec: self.tier_view.read_bytes_per_sec,
             write_bytes_per_sec: self.tier_view.write_bytes_per_sec,
             read_latency_us: self.tier_view.read_latency_us,
-            read_latency_p99_us: self.tier_view.read_latency_p99_us,
+            read_latency_p99_us: self.read_trace.p99_us,
             read_latency_health: self.tier_read_latency().map(|l| health::tier_read_latency(l).to_string()),
             read_latency_histogram: self.read_trace.is_on().then(|| self.read_trace.tail.histogram()),
             read_latency_p99_off: self.read_trace.off_because().map(str::to_string),
@@ -83,7 +83,7 @@ impl Engine {
     }
 
     fn tier_read_latency(&self) -> Option<health::TierReadLatency> {
-        health::TierReadLatency::judged(self.tier_view.read_latency_p99_us, self.tier_view.read_latency_us)
+        health::TierReadLatency::judged(self.read_trace.p99_us, self.tier_view.read_latency_us)
     }
 
     /// The host's figures the health checks judge.
