@@ -2,8 +2,8 @@
 # command line says tierd.check=cache (or cache-none: plain swap, `--policy none`): on
 # cgroup v2, a tenant whose memory is page cache (it reads a 256 MiB disk, /dev/vdb,
 # over and over through the cache) beside a tenant with a 32 MiB anonymous hot set,
-# on a 96 MiB budget. Its looks print the reader's cgroup and the neighbour's, whose
-# hot set the kernel's reclaim gives up to the cache (bench/results/page-cache-neighbour.md).
+# on a 96 MiB budget. Its looks print the reader's cgroup (with its inactive page cache,
+# which tierd caps) and the neighbour's hot set (bench/results/page-cache-neighbour.md).
 # Lines starting "guest-cache:" are read by crates/tierd/tests/guests.rs.
 say() { echo "guest-cache: $*"; }
 # shellcheck source=scripts/guest-common.sh
@@ -24,7 +24,7 @@ r=$g/reader h=$g/hot
 say "passes before $(grep -c pass /var/lib/tierd/tenants/reader/stdout)"
 say "hot faults before $(grep '^pgmajfault ' $h/memory.stat | cut -d' ' -f2)"
 for i in 1 2 3 4 5 6 7 8; do
-  say "look $i current $(cat $r/memory.current) high $(cat $r/memory.high) swap $(cat $r/memory.swap.current) $(grep -E '^(anon|file) ' $r/memory.stat | tr '\n' ' ')"
+  say "look $i current $(cat $r/memory.current) high $(cat $r/memory.high) swap $(cat $r/memory.swap.current) $(grep -E '^(anon|file|active_file|inactive_file|file_mapped|workingset_refault_file|workingset_activate_file) ' $r/memory.stat | tr '\n' ' ')"
   say "hot look $i current $(cat $h/memory.current) $(grep -E '^(anon|swapcached|pgsteal|pgmajfault|workingset_refault_anon) ' $h/memory.stat | tr '\n' ' ') low-events $(grep '^low ' $h/memory.events)"
   sleep 5
 done

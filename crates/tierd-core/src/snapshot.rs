@@ -132,6 +132,10 @@ pub struct TenantView {
     /// the kernel drops them first, without I/O, whenever DRAM is wanted.
     #[serde(default)]
     pub swap_cached: u64,
+    /// Of `dram`, page cache on the kernel's inactive list: read and not reused since,
+    /// so no part of a working set (tierd's tracker sees no page cache of its own).
+    #[serde(default)]
+    pub inactive_file: u64,
     pub tier: u64,
     /// Memory that cannot be tiered (mlocked, hugetlbfs).
     pub pinned: u64,
@@ -186,6 +190,7 @@ impl TenantView {
             footprint,
             dram: footprint,
             swap_cached: 0,
+            inactive_file: 0,
             tier: 0,
             pinned: 0,
             quota: None,

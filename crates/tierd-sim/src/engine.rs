@@ -270,6 +270,8 @@ impl Engine {
                 footprint: (t.mem.allocated_pages() * PAGE) as u64,
                 dram: (t.dram_pages() * PAGE) as u64,
                 swap_cached: (t.mem.swap_cached_pages() * PAGE) as u64,
+                // The model keeps page cache as anonymous memory: none of it is inactive cache.
+                inactive_file: 0,
                 tier: (t.mem.swapped_pages() * PAGE) as u64,
                 pinned: 0,
                 quota: et.quota,

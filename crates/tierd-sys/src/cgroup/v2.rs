@@ -166,6 +166,7 @@ impl MemoryController for V2 {
             usage: self.current(&dir)?,
             anon: get("anon"),
             file: get("file"),
+            inactive_file: get("inactive_file"),
             anon_huge: get("anon_thp"),
             swap: read_u64(&dir.join("memory.swap.current")).ok().flatten().unwrap_or(0),
             swap_cached: get("swapcached"),
@@ -220,7 +221,8 @@ mod tests {
     use super::*;
     use crate::cgroup::fixture::populate;
 
-    const STAT: &str = "anon 2097152\nfile 8192\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
+    const STAT: &str =
+        "anon 2097152\nfile 8192\ninactive_file 4096\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
 
     fn leaf() -> [(&'static str, &'static str); 10] {
         [
@@ -326,8 +328,8 @@ mod tests {
         let (_t, c) = tree(true);
         let s = c.stats("tierd/db").unwrap();
         assert_eq!(
-            (s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.file),
-            (3000000, 2 << 20, 2 << 20, 16384, 4096, 8192)
+            (s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.file, s.inactive_file),
+            (3000000, 2 << 20, 2 << 20, 16384, 4096, 8192, 4096)
         );
         assert_eq!(s.oom_kills, 3, "oom_kill, not oom or oom_group_kill");
         assert_eq!(s.limit_hits, 1, "memory.events max: charges that met memory.max");

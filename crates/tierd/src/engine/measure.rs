@@ -154,6 +154,7 @@ impl Engine {
             t.measure.charged_elsewhere = crate::tenant::charged_elsewhere(resident_anon, stats.anon);
             t.measure.dram = stats.usage + t.measure.charged_elsewhere;
             t.measure.swap_cached = stats.swap_cached;
+            t.measure.inactive_file = stats.inactive_file;
             // Nothing is on a drained tier, whatever a process's VmSwap says: before 6.2
             // each thread's counts reach it only every 64 events, and an idle one's never.
             t.measure.tier = if self.tier.is_some() { stats.swap.max(swapped) } else { 0 };
@@ -347,6 +348,7 @@ impl Engine {
                 footprint: t.measure.footprint,
                 dram: t.measure.dram,
                 swap_cached: t.measure.swap_cached,
+                inactive_file: t.measure.inactive_file,
                 tier: t.measure.tier,
                 pinned: t.measure.pinned,
                 quota: t.quota,
@@ -522,6 +524,7 @@ mod stages {
             usage: 96 * MIB,
             swap: (160 * MIB).into(),
             swap_cached: 8 * MIB,
+            inactive_file: 4 * MIB,
             ..FakeCgroups::default()
         });
         let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
@@ -530,6 +533,7 @@ mod stages {
         let snap = e.snapshot();
         let db = snap.tenants.iter().find(|t| t.spec.name.as_str() == "db").expect("db is running");
         assert_eq!((db.dram, db.swap_cached, db.tier, db.quota), (96 * MIB, 8 * MIB, 160 * MIB, Some(128 * MIB)));
+        assert_eq!(db.inactive_file, 4 * MIB, "page cache not reused, which the policy weighs apart");
         assert_eq!(snap.dram_budget, 1 << 30);
     }
 
