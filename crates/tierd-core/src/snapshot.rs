@@ -132,8 +132,8 @@ pub struct TenantView {
     /// the kernel drops them first, without I/O, whenever DRAM is wanted.
     #[serde(default)]
     pub swap_cached: u64,
-    /// Of `dram`, page cache on the kernel's inactive list: read and not reused since,
-    /// so no part of a working set (tierd's tracker sees no page cache of its own).
+    /// Of `dram`, clean page cache on the kernel's inactive list: read and not reused
+    /// since, so no part of a working set (tierd's tracker sees no page cache of its own).
     #[serde(default)]
     pub inactive_file: u64,
     pub tier: u64,
@@ -229,6 +229,11 @@ pub struct Snapshot {
     pub window_secs: f64,
     pub tier: TierView,
     pub tenants: Vec<TenantView>,
+    /// Whether the last pass divided DRAM by per-tenant quotas (`None`: no pass yet; the
+    /// tenants' quotas say). Under one shared limit some tenants have quotas too: those
+    /// outside tierd's group, and those holding page cache they do not reuse.
+    #[serde(default)]
+    pub quotas_in_force: Option<bool>,
 }
 
 fn default_window() -> f64 {

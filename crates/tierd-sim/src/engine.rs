@@ -92,6 +92,8 @@ pub struct Engine {
     rng: fastrand::Rng,
     /// The last plan (for the health figure at the end).
     pub last: Option<Snapshot>,
+    /// Whether the last plan set per-tenant quotas, as the daemon tells the policy.
+    quotas_in_force: Option<bool>,
 }
 
 impl Engine {
@@ -138,6 +140,7 @@ impl Engine {
             tier: TierView { size_bytes: settings.tier_size, ..TierView::default() },
             rng: fastrand::Rng::with_seed(seed ^ 0x7e1d),
             last: None,
+            quotas_in_force: None,
         }
     }
 
@@ -251,6 +254,7 @@ impl Engine {
         }
         let snap = self.snapshot(host);
         let plan = policy::plan(self.settings.policy, &snap, &self.settings.knobs);
+        self.quotas_in_force = Some(plan.notes.iter().any(|n| matches!(n, tierd_core::plan::Note::Quotas { .. })));
         let wait = self.enforce(host, &plan, &mut spent);
         self.last = Some(snap);
         self.cpu_secs += spent;
@@ -301,6 +305,7 @@ impl Engine {
             window_secs: self.settings.window,
             tier: self.tier,
             tenants,
+            quotas_in_force: self.quotas_in_force,
         }
     }
 

@@ -45,7 +45,7 @@ pub struct Measure {
     pub charged_elsewhere: u64,
     /// Of `dram`, pages written to the tier and only cached (the cgroup's swap cache).
     pub swap_cached: u64,
-    /// Of `dram`, page cache read and not reused since (the kernel's inactive list).
+    /// Of `dram`, clean page cache read and not reused since (the kernel's inactive list).
     pub inactive_file: u64,
     /// Bytes on the tier.
     pub tier: u64,

@@ -169,6 +169,7 @@ pub(crate) mod testutil {
             window_secs: 60.0,
             tier: TierView { size_bytes: budget, ..TierView::default() },
             tenants,
+            quotas_in_force: None,
         }
     }
 }

@@ -201,7 +201,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     // must beat that. The mode in force stays unless the other beats it by the margin
     // (estimates that wobble around the line would flip it every pass), and quotas that
     // fell short of their prediction send the host back (see `Knobs::shortfall`).
-    let in_quotas = !snap.tenants.is_empty() && snap.tenants.iter().all(|t| t.quota.is_some());
+    let in_quotas = in_quotas(snap);
     let shared_work = if in_quotas { shared_work } else { shared_work.max(measured_work(&states)) };
     let margin = if in_quotas { 1.0 - k.quota_margin } else { 1.0 + k.quota_margin };
     let fell_short = snap.tenants.iter().any(|t| t.short_secs.is_some_and(|s| s >= 2.0 * snap.window_secs));
@@ -266,6 +266,12 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     Plan { group_limit: Some(budget), tenants, notes }
 }
 
+/// Whether per-tenant quotas were in force at the last pass: as the snapshot says, or
+/// before any pass, whether every tenant has a quota.
+fn in_quotas(snap: &Snapshot) -> bool {
+    snap.quotas_in_force.unwrap_or_else(|| !snap.tenants.is_empty() && snap.tenants.iter().all(|t| t.quota.is_some()))
+}
+
 /// Each tenant's quota in `mode`: its part within its floor and cap, or none under one
 /// shared limit.
 fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
@@ -278,7 +284,8 @@ fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
 
 /// Under one shared limit, the cap of each tenant holding page cache it read and has
 /// not reused since (the kernel's inactive list), beyond a limit's margin of it (a
-/// quarter of that once capped, so a cache the kernel just trimmed stays capped): the
+/// quarter of that while it has a quota, so a cache the kernel just trimmed stays
+/// capped): the
 /// DRAM the others neither hold nor read back this pass, less that margin, and never
 /// less than what it reuses and twice the margin. The kernel's reclaim at the group's
 /// limit takes from each cgroup by its size, not the least recently used pages first:
@@ -462,8 +469,10 @@ fn tenant_plan(
     }
     let rate = (k.demote_rate as f64 * interval) as u64;
     // Demotion: whole regions ahead of a cut (coldest first), and under one shared limit
-    // ahead of the kernel's own reclaim, so what goes out lies in runs.
-    let cut = t.dram.saturating_sub(limit);
+    // ahead of the kernel's own reclaim, so what goes out lies in runs. Page cache not
+    // reused since it was read is what the kernel's reclaim takes first: that part of a
+    // cut needs no demotion.
+    let cut = t.dram.saturating_sub(t.inactive_file).saturating_sub(limit);
     tp.demote = if cut > 0 {
         let evidence = if s.working { 2 } else { 0 };
         moves::coldest(&t.regions, 0.0, evidence, cut.min(rate))
@@ -570,10 +579,22 @@ mod tests {
         // capped, a quarter of it keeps the cap.
         let p = plan(&snap_of(96 * MIB, vec![hot.clone(), streamer(20 * MIB, margin - 1)]), &K);
         assert_eq!(quotas(&p), vec![None, None]);
+        // A cut the cache covers demotes none of the tenant's own memory.
+        let mut cold = streamer(89 * MIB, 85 * MIB);
+        cold.regions = (0..2).map(|i| Region { cold_samples: 4, ..region(i, 300.0, 2 * MIB, 0, false) }).collect();
+        let p = plan(&snap_of(96 * MIB, vec![hot.clone(), cold]), &K);
+        assert!(p.tenants[1].quota < Some(89 * MIB) && p.tenants[1].demote.is_empty(), "{}", p.tenants[1].reason);
         let mut capped = streamer(20 * MIB, margin / 4);
         capped.quota = Some(70 * MIB);
         let p = plan(&snap_of(96 * MIB, vec![hot.clone(), capped]), &K);
         assert_eq!(p.tenants[1].quota, Some(96 * MIB - 7 * MIB - margin));
+        // Capped caches do not make the host look as if it were under quotas.
+        let mut capped = streamer(89 * MIB, 85 * MIB);
+        capped.quota = Some(73 * MIB);
+        let mut s = snap_of(96 * MIB, vec![capped]);
+        assert!(in_quotas(&s), "before any pass the quotas say");
+        s.quotas_in_force = Some(false);
+        assert!(!in_quotas(&s), "the last pass says");
         // A neighbour's swap-cached pages are its own: on 6.12 a page read back stays
         // in the swap cache while in use.
         let mut cached = hot;

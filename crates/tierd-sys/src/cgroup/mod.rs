@@ -66,8 +66,9 @@ pub struct MemoryStats {
     pub usage: u64,
     pub anon: u64,
     pub file: u64,
-    /// Of `file`, page cache on the kernel's inactive list: read and not reused since,
-    /// the first its reclaim drops.
+    /// Of `file`, clean page cache on the kernel's inactive list: read and not reused
+    /// since, the first its reclaim drops, without waiting for a write (dirty and
+    /// writeback pages are left out, wherever on the lists they are).
     pub inactive_file: u64,
     pub anon_huge: u64,
     /// Bytes on swap.

@@ -166,7 +166,7 @@ impl MemoryController for V2 {
             usage: self.current(&dir)?,
             anon: get("anon"),
             file: get("file"),
-            inactive_file: get("inactive_file"),
+            inactive_file: get("inactive_file").saturating_sub(get("file_dirty") + get("file_writeback")),
             anon_huge: get("anon_thp"),
             swap: read_u64(&dir.join("memory.swap.current")).ok().flatten().unwrap_or(0),
             swap_cached: get("swapcached"),
@@ -221,8 +221,7 @@ mod tests {
     use super::*;
     use crate::cgroup::fixture::populate;
 
-    const STAT: &str =
-        "anon 2097152\nfile 8192\ninactive_file 4096\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
+    const STAT: &str = "anon 2097152\nfile 8192\ninactive_file 8192\nfile_dirty 2048\nfile_writeback 2048\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
 
     fn leaf() -> [(&'static str, &'static str); 10] {
         [

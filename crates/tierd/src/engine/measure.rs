@@ -385,6 +385,7 @@ impl Engine {
             // No tier after `tierctl tier drain` (the only way to lose it while running).
             tier: TierView { drained: self.tier.is_none(), ..self.tier_view },
             tenants,
+            quotas_in_force: self.quotas_in_force,
         }
     }
 }

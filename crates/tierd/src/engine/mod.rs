@@ -111,6 +111,8 @@ pub struct Engine {
     /// The policy's host-wide notes of the last interval, and their kinds (logged on change).
     notes: Vec<tierd_core::plan::Note>,
     note_kinds: Vec<&'static str>,
+    /// Whether the last plan set per-tenant quotas (`None` before the first).
+    quotas_in_force: Option<bool>,
     /// Host and tenant figures every 10 s for the last hour (dashboard, `top`).
     pub history: History,
     started: Instant,
@@ -169,6 +171,7 @@ impl Engine {
             own_disk: Default::default(),
             notes: Vec::new(),
             note_kinds: Vec::new(),
+            quotas_in_force: None,
             history: History::default(),
             started: Instant::now(),
             http_address: None,
