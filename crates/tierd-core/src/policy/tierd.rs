@@ -282,30 +282,41 @@ fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
     states.iter().zip(parts).map(|(s, &part)| quota(s, part)).collect()
 }
 
-/// Under one shared limit, the cap of each tenant holding page cache it read and has
-/// not reused since (the kernel's inactive list), beyond a limit's margin of it (a
-/// quarter of that while it has a quota, so a cache the kernel just trimmed stays
-/// capped): the
-/// DRAM the others neither hold nor read back this pass, less that margin, and never
-/// less than what it reuses and twice the margin. The kernel's reclaim at the group's
-/// limit takes from each cgroup by its size, not the least recently used pages first:
-/// a multi-gen LRU gave a neighbour's hot set to a streamed file's cache
-/// (bench/results/page-cache-neighbour.md). Capped, the cache yields in its own cgroup.
+/// Under one shared limit, the caps of the tenants holding page cache they read and
+/// have not reused since (the kernel's inactive list), beyond a limit's margin of it (a
+/// quarter of that while one has a quota, so a cache the kernel just trimmed stays
+/// capped): together they fill only the DRAM the other tenants neither hold nor read
+/// back this pass, less that margin for the others' growth, and each keeps at least
+/// what it reuses and twice the margin. The kernel's reclaim at the group's limit takes
+/// from each cgroup by its size, not the least recently used pages first: a multi-gen
+/// LRU gave a neighbour's hot set to a streamed file's cache
+/// (bench/results/page-cache-neighbour.md). Capped, the cache yields in its own cgroup;
+/// among caches the kernel's LRU decides, and with no other tenant nothing is capped.
 fn cache_caps(snap: &Snapshot, states: &[State], prefetches: &[Prefetch]) -> Vec<Option<u64>> {
     let margin = moves::limit_margin(snap.dram_budget);
+    let caching: Vec<bool> = states
+        .iter()
+        .map(|s| s.view.inactive_file >= if s.view.quota.is_some() { margin / 4 } else { margin })
+        .collect();
     // The others' swap cache counts: on 6.12 a page read back keeps its slot and stays
     // cached while in use, so a thrashing neighbour's hot pages are nearly all in it.
-    let taken: Vec<u64> = states.iter().zip(prefetches).map(|(s, p)| s.view.dram + p.tier_bytes).collect();
-    let all: u64 = taken.iter().sum();
+    let others: u64 = states
+        .iter()
+        .zip(prefetches)
+        .zip(&caching)
+        .filter(|(_, c)| !**c)
+        .map(|((s, p), _)| s.view.dram + p.tier_bytes)
+        .sum();
+    if others == 0 {
+        return vec![None; states.len()];
+    }
+    let left = snap.dram_budget.saturating_sub(others + margin);
     states
         .iter()
-        .zip(&taken)
-        .map(|(s, &mine)| {
-            let t = s.view;
-            let least = if t.quota.is_some() { margin / 4 } else { margin };
-            let reused = t.dram.saturating_sub(t.inactive_file) + 2 * margin;
-            let left = snap.dram_budget.saturating_sub(all - mine + margin);
-            (t.inactive_file >= least).then(|| left.max(reused).max(s.floor))
+        .zip(&caching)
+        .map(|(s, &c)| {
+            let reused = s.view.dram.saturating_sub(s.view.inactive_file) + 2 * margin;
+            c.then(|| left.max(reused).max(s.floor))
         })
         .collect()
 }
@@ -595,6 +606,13 @@ mod tests {
         assert!(in_quotas(&s), "before any pass the quotas say");
         s.quotas_in_force = Some(false);
         assert!(!in_quotas(&s), "the last pass says");
+        // Caches side by side share what the others leave; with no other tenant, the
+        // kernel's LRU alone decides among them.
+        let p =
+            plan(&snap_of(96 * MIB, vec![hot.clone(), streamer(40 * MIB, 30 * MIB), streamer(45 * MIB, 40 * MIB)]), &K);
+        assert_eq!(quotas(&p), vec![None, Some(cap), Some(cap)]);
+        let p = plan(&snap_of(96 * MIB, vec![streamer(40 * MIB, 30 * MIB), streamer(50 * MIB, 40 * MIB)]), &K);
+        assert_eq!(quotas(&p), vec![None, None]);
         // A neighbour's swap-cached pages are its own: on 6.12 a page read back stays
         // in the swap cache while in use.
         let mut cached = hot;
