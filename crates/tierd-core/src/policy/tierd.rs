@@ -307,7 +307,7 @@ fn cache_caps(snap: &Snapshot, states: &[State], prefetches: &[Prefetch]) -> Vec
         .filter(|(_, c)| !**c)
         .map(|((s, p), _)| s.view.dram + p.tier_bytes)
         .sum();
-    if others == 0 {
+    if caching.iter().all(|&c| c) {
         return vec![None; states.len()];
     }
     let left = snap.dram_budget.saturating_sub(others + margin);
@@ -594,7 +594,11 @@ mod tests {
         let mut cold = streamer(89 * MIB, 85 * MIB);
         cold.regions = (0..2).map(|i| Region { cold_samples: 4, ..region(i, 300.0, 2 * MIB, 0, false) }).collect();
         let p = plan(&snap_of(96 * MIB, vec![hot.clone(), cold]), &K);
-        assert!(p.tenants[1].quota < Some(89 * MIB) && p.tenants[1].demote.is_empty(), "{}", p.tenants[1].reason);
+        assert!(
+            p.tenants[1].quota.is_some_and(|q| q < 89 * MIB) && p.tenants[1].demote.is_empty(),
+            "{}",
+            p.tenants[1].reason
+        );
         let mut capped = streamer(20 * MIB, margin / 4);
         capped.quota = Some(70 * MIB);
         let p = plan(&snap_of(96 * MIB, vec![hot.clone(), capped]), &K);
@@ -613,6 +617,12 @@ mod tests {
         assert_eq!(quotas(&p), vec![None, Some(cap), Some(cap)]);
         let p = plan(&snap_of(96 * MIB, vec![streamer(40 * MIB, 30 * MIB), streamer(50 * MIB, 40 * MIB)]), &K);
         assert_eq!(quotas(&p), vec![None, None]);
+        // A neighbour holding nothing now (all of it on the tier) still has the margin
+        // kept for it.
+        let mut out = hot.clone();
+        out.dram = 0;
+        let p = plan(&snap_of(96 * MIB, vec![out, streamer(89 * MIB, 85 * MIB)]), &K);
+        assert_eq!(p.tenants[1].quota, Some(96 * MIB - margin));
         // A neighbour's swap-cached pages are its own: on 6.12 a page read back stays
         // in the swap cache while in use.
         let mut cached = hot;
