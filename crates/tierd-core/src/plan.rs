@@ -61,6 +61,14 @@ pub struct Plan {
     pub notes: Vec<Note>,
 }
 
+impl Plan {
+    /// Whether it divides DRAM by per-tenant quotas (what the next snapshot's
+    /// `quotas_in_force` tells the policy).
+    pub fn sets_quotas(&self) -> bool {
+        self.notes.iter().any(|n| matches!(n, Note::Quotas { .. }))
+    }
+}
+
 /// A host-wide decision or warning of one pass, as data; text only where it is shown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Note {

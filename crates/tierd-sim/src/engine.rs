@@ -254,7 +254,7 @@ impl Engine {
         }
         let snap = self.snapshot(host);
         let plan = policy::plan(self.settings.policy, &snap, &self.settings.knobs);
-        self.quotas_in_force = Some(plan.notes.iter().any(|n| matches!(n, tierd_core::plan::Note::Quotas { .. })));
+        self.quotas_in_force = Some(plan.sets_quotas());
         let wait = self.enforce(host, &plan, &mut spent);
         self.last = Some(snap);
         self.cpu_secs += spent;

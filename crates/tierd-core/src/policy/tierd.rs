@@ -298,6 +298,9 @@ fn cache_caps(snap: &Snapshot, states: &[State], prefetches: &[Prefetch]) -> Vec
         .iter()
         .map(|s| s.view.inactive_file >= if s.view.quota.is_some() { margin / 4 } else { margin })
         .collect();
+    if caching.iter().all(|&c| c) {
+        return vec![None; states.len()];
+    }
     // The others' swap cache counts: on 6.12 a page read back keeps its slot and stays
     // cached while in use, so a thrashing neighbour's hot pages are nearly all in it.
     let others: u64 = states
@@ -307,9 +310,6 @@ fn cache_caps(snap: &Snapshot, states: &[State], prefetches: &[Prefetch]) -> Vec
         .filter(|(_, c)| !**c)
         .map(|((s, p), _)| s.view.dram + p.tier_bytes)
         .sum();
-    if caching.iter().all(|&c| c) {
-        return vec![None; states.len()];
-    }
     let left = snap.dram_budget.saturating_sub(others + margin);
     states
         .iter()

@@ -147,7 +147,7 @@ impl Engine {
             self.note_kinds = kinds;
         }
         self.notes = plan.notes.clone();
-        self.quotas_in_force = Some(plan.notes.iter().any(|n| matches!(n, tierd_core::plan::Note::Quotas { .. })));
+        self.quotas_in_force = Some(plan.sets_quotas());
     }
 
     /// A cut the kernel could not reclaim all the way down to (v1): it freed what it
