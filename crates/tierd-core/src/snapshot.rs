@@ -136,6 +136,9 @@ pub struct TenantView {
     /// since, so no part of a working set (tierd's tracker sees no page cache of its own).
     #[serde(default)]
     pub inactive_file: u64,
+    /// Of `dram`, page cache, reused or not (the kernel's file lists).
+    #[serde(default)]
+    pub page_cache: u64,
     pub tier: u64,
     /// Memory that cannot be tiered (mlocked, hugetlbfs).
     pub pinned: u64,
@@ -191,6 +194,7 @@ impl TenantView {
             dram: footprint,
             swap_cached: 0,
             inactive_file: 0,
+            page_cache: 0,
             tier: 0,
             pinned: 0,
             quota: None,

@@ -276,6 +276,7 @@ impl Engine {
                 swap_cached: (t.mem.swap_cached_pages() * PAGE) as u64,
                 // The model keeps page cache as anonymous memory: none of it is inactive cache.
                 inactive_file: 0,
+                page_cache: 0,
                 tier: (t.mem.swapped_pages() * PAGE) as u64,
                 pinned: 0,
                 quota: et.quota,

@@ -47,6 +47,8 @@ pub struct Measure {
     pub swap_cached: u64,
     /// Of `dram`, clean page cache read and not reused since (the kernel's inactive list).
     pub inactive_file: u64,
+    /// Of `dram`, page cache, reused or not (the kernel's file lists).
+    pub page_cache: u64,
     /// Bytes on the tier.
     pub tier: u64,
     pub huge: u64,

@@ -70,6 +70,9 @@ pub struct MemoryStats {
     /// since, the first its reclaim drops, without waiting for a write (dirty and
     /// writeback pages are left out, wherever on the lists they are).
     pub inactive_file: u64,
+    /// Page cache on the kernel's file lists, active and inactive (`file` also counts
+    /// shmem and the swap cache, which sit on the anonymous lists).
+    pub page_cache: u64,
     pub anon_huge: u64,
     /// Bytes on swap.
     pub swap: u64,

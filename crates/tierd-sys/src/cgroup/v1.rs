@@ -117,6 +117,7 @@ impl MemoryController for V1 {
             anon: get("rss"),
             file: get("cache"),
             inactive_file: get("inactive_file").saturating_sub(get("dirty") + get("writeback")),
+            page_cache: get("active_file") + get("inactive_file"),
             anon_huge: get("rss_huge"),
             swap: get("swap"),
             swap_cached: get("swapcached"),
@@ -218,7 +219,7 @@ mod tests {
     use crate::procfs::ProcFs;
 
     const STAT: &str = "cache 4096\ninactive_file 4096\nrss 1048576\nrss_huge 0\nswap 8192\nswapcached 0\npgmajfault 1\n\
-total_cache 8192\ntotal_inactive_file 12288\ntotal_dirty 4096\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\ntotal_swapcached 4096\ntotal_pgmajfault 7\n";
+total_cache 8192\ntotal_inactive_file 12288\ntotal_active_file 20480\ntotal_dirty 4096\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\ntotal_swapcached 4096\ntotal_pgmajfault 7\n";
 
     fn tree() -> (tempfile::TempDir, V1) {
         let t = tempfile::tempdir().unwrap();
@@ -289,6 +290,7 @@ total_cache 8192\ntotal_inactive_file 12288\ntotal_dirty 4096\ntotal_rss 2097152
         assert_eq!(s.swap, 16384);
         assert_eq!(s.swap_cached, 4096);
         assert_eq!((s.file, s.inactive_file), (8192, 8192), "inactive and clean: 12 KiB less 4 KiB dirty");
+        assert_eq!(s.page_cache, 32768, "both file lists, dirty or not");
         assert_eq!(s.oom_kills, 0, "no memory.oom_control: none counted");
         std::fs::write(c.base().join("tierd/db/memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
             .unwrap();

@@ -167,6 +167,7 @@ impl MemoryController for V2 {
             anon: get("anon"),
             file: get("file"),
             inactive_file: get("inactive_file").saturating_sub(get("file_dirty") + get("file_writeback")),
+            page_cache: get("active_file") + get("inactive_file"),
             anon_huge: get("anon_thp"),
             swap: read_u64(&dir.join("memory.swap.current")).ok().flatten().unwrap_or(0),
             swap_cached: get("swapcached"),
@@ -221,7 +222,7 @@ mod tests {
     use super::*;
     use crate::cgroup::fixture::populate;
 
-    const STAT: &str = "anon 2097152\nfile 8192\ninactive_file 8192\nfile_dirty 2048\nfile_writeback 2048\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
+    const STAT: &str = "anon 2097152\nfile 8192\ninactive_file 8192\nactive_file 4096\nfile_dirty 2048\nfile_writeback 2048\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
 
     fn leaf() -> [(&'static str, &'static str); 10] {
         [
@@ -330,6 +331,7 @@ mod tests {
             (s.usage, s.anon, s.anon_huge, s.swap, s.swap_cached, s.file, s.inactive_file),
             (3000000, 2 << 20, 2 << 20, 16384, 4096, 8192, 4096)
         );
+        assert_eq!(s.page_cache, 12288, "both file lists, dirty or not");
         assert_eq!(s.oom_kills, 3, "oom_kill, not oom or oom_group_kill");
         assert_eq!(s.limit_hits, 1, "memory.events max: charges that met memory.max");
         assert_eq!(s.reclaimed_pages, 12, "pgsteal: anonymous and page cache alike");

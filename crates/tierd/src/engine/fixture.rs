@@ -25,7 +25,7 @@ pub enum Write {
 }
 
 /// A memory controller (v1, or v2 if `v2`) whose every cgroup is charged `usage` (of it
-/// `swap_cached`, and `inactive_file` of page cache not reused), has `swap` on the tier, had `reclaimed_pages` taken by reclaim and
+/// `swap_cached`, `page_cache` and of that `inactive_file` not reused), has `swap` on the tier, had `reclaimed_pages` taken by reclaim and
 /// `limit_hits` charges meet its hard limit, holds `settings`, accepts every write, in
 /// which the tasks of the cgroups in `waiting` wait at their limit and the cgroups in
 /// `procs` hold processes. Its cgroups are directories below `base`, where settings
@@ -40,6 +40,7 @@ pub struct FakeCgroups {
     pub limit_hits: AtomicU64,
     pub swap_cached: u64,
     pub inactive_file: u64,
+    pub page_cache: u64,
     pub waiting: Vec<String>,
     pub procs: Vec<(String, Vec<u32>)>,
     pub settings: Settings,
@@ -106,6 +107,7 @@ impl MemoryController for FakeCgroups {
             limit_hits: self.limit_hits.load(Ordering::Relaxed),
             swap_cached: self.swap_cached,
             inactive_file: self.inactive_file,
+            page_cache: self.page_cache,
             ..MemoryStats::default()
         })
     }

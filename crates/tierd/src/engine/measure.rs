@@ -155,6 +155,7 @@ impl Engine {
             t.measure.dram = stats.usage + t.measure.charged_elsewhere;
             t.measure.swap_cached = stats.swap_cached;
             t.measure.inactive_file = stats.inactive_file;
+            t.measure.page_cache = stats.page_cache;
             // Nothing is on a drained tier, whatever a process's VmSwap says: before 6.2
             // each thread's counts reach it only every 64 events, and an idle one's never.
             t.measure.tier = if self.tier.is_some() { stats.swap.max(swapped) } else { 0 };
@@ -349,6 +350,7 @@ impl Engine {
                 dram: t.measure.dram,
                 swap_cached: t.measure.swap_cached,
                 inactive_file: t.measure.inactive_file,
+                page_cache: t.measure.page_cache,
                 tier: t.measure.tier,
                 pinned: t.measure.pinned,
                 quota: t.quota,
@@ -526,6 +528,7 @@ mod stages {
             swap: (160 * MIB).into(),
             swap_cached: 8 * MIB,
             inactive_file: 4 * MIB,
+            page_cache: 6 * MIB,
             ..FakeCgroups::default()
         });
         let mut e = fixture::engine(dir.path(), Arc::clone(&cg) as _, "");
@@ -535,6 +538,7 @@ mod stages {
         let db = snap.tenants.iter().find(|t| t.spec.name.as_str() == "db").expect("db is running");
         assert_eq!((db.dram, db.swap_cached, db.tier, db.quota), (96 * MIB, 8 * MIB, 160 * MIB, Some(128 * MIB)));
         assert_eq!(db.inactive_file, 4 * MIB, "page cache not reused, which the policy weighs apart");
+        assert_eq!(db.page_cache, 6 * MIB, "and all its page cache, reused or not");
         assert_eq!(snap.dram_budget, 1 << 30);
     }
 
