@@ -283,9 +283,8 @@ fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
 }
 
 /// Under one shared limit, the caps of the tenants holding page cache they read and
-/// have not reused since (the kernel's inactive list), beyond a limit's margin of it (a
-/// quarter of that while one has a quota, so a cache the kernel just trimmed stays
-/// capped): together they fill only the DRAM the other tenants neither hold nor read
+/// have not reused since (the kernel's inactive list), beyond a limit's margin of it
+/// (once capped, a quarter of that, or none while it holds well below its cap): together they fill only the DRAM the other tenants neither hold nor read
 /// back this pass, less that margin for the others' growth, and each keeps at least
 /// what it reuses and twice the margin. The kernel's reclaim at the group's limit takes
 /// from each cgroup by its size, not the least recently used pages first: a multi-gen
@@ -299,7 +298,12 @@ fn cache_caps(snap: &Snapshot, states: &[State], prefetches: &[Prefetch]) -> Vec
     let margin = moves::limit_margin(snap.dram_budget);
     let caching: Vec<bool> = states
         .iter()
-        .map(|s| s.view.inactive_file >= if s.view.quota.is_some() { margin / 4 } else { margin })
+        .map(|s| match s.view.quota {
+            // A cache just dropped (a block device's, at its last close) refills within
+            // a pass, and a cap set then would start from what its neighbours lost meanwhile.
+            Some(cap) => s.view.inactive_file >= margin / 4 || s.view.dram + margin <= cap,
+            None => s.view.inactive_file >= margin,
+        })
         .collect();
     let shielded = states.iter().zip(&caching).any(|(s, &c)| !c && s.view.page_cache < margin);
     if !shielded {
@@ -607,6 +611,16 @@ mod tests {
         capped.quota = Some(70 * MIB);
         let p = plan(&snap_of(96 * MIB, vec![hot.clone(), capped]), &K);
         assert_eq!(p.tenants[1].quota, Some(96 * MIB - 7 * MIB - margin));
+        // A capped cache just dropped (a block device's, at its last close) stays capped
+        // while it holds well below its cap; one that fills its cap with memory it reuses
+        // is let go.
+        let mut dropped = streamer(2 * MIB, 0);
+        dropped.quota = Some(34 * MIB);
+        let p = plan(&snap_of(96 * MIB, vec![hot.clone(), dropped.clone()]), &K);
+        assert!(p.tenants[1].quota.is_some(), "{}", p.tenants[1].reason);
+        dropped.dram = 34 * MIB - margin + 1;
+        let p = plan(&snap_of(96 * MIB, vec![hot.clone(), dropped]), &K);
+        assert_eq!(p.tenants[1].quota, None, "{}", p.tenants[1].reason);
         // Capped caches do not make the host look as if it were under quotas.
         let mut capped = streamer(89 * MIB, 85 * MIB);
         capped.quota = Some(73 * MIB);
