@@ -635,10 +635,10 @@ mod tests {
         assert_eq!(quotas(&p), vec![None, Some(cap), Some(cap)]);
         let p = plan(&snap_of(96 * MIB, vec![streamer(40 * MIB, 30 * MIB), streamer(50 * MIB, 40 * MIB)]), &K);
         assert_eq!(quotas(&p), vec![None, None]);
-        // Nor where the one below the margin of unreused cache reuses much more
-        // (postgres/2x's servers, each re-reading its tables through the cache): reclaim
-        // takes page cache from each, and a cap would only move it between them. A
-        // tenant with less page cache than the margin is shielded.
+        // Nor where the tenant with little unreused cache holds much page cache it
+        // reuses (postgres/2x's servers re-read their tables through it): reclaim takes
+        // page cache from each, and a cap would only move it between them. A tenant
+        // with less page cache than the margin is shielded.
         let reusing = |cache: u64| streamer(cache + MIB, margin - 1);
         let p = plan(&snap_of(96 * MIB, vec![reusing(40 * MIB), streamer(50 * MIB, 40 * MIB)]), &K);
         assert_eq!(quotas(&p), vec![None, None]);
