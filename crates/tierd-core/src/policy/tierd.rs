@@ -284,9 +284,10 @@ fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
 
 /// Under one shared limit, the caps of the tenants holding page cache they read and
 /// have not reused since (the kernel's inactive list), beyond a limit's margin of it
-/// (once capped, a quarter of that, or none while it holds well below its cap): together they fill only the DRAM the other tenants neither hold nor read
-/// back this pass, less that margin for the others' growth, and each keeps at least
-/// what it reuses and twice the margin. The kernel's reclaim at the group's limit takes
+/// (once capped, a quarter of that, or none while it holds well below its cap):
+/// together they fill only the DRAM the other tenants neither hold nor read back this
+/// pass, less that margin for the others' growth, and each keeps at least what it
+/// reuses and twice the margin. The kernel's reclaim at the group's limit takes
 /// from each cgroup by its size, not the least recently used pages first: a multi-gen
 /// LRU gave a neighbour's hot set to a streamed file's cache
 /// (bench/results/page-cache-neighbour.md). Capped, the cache yields in its own cgroup;
@@ -296,12 +297,14 @@ fn quotas_in(mode: Mode, states: &[State], parts: &[u64]) -> Vec<Option<u64>> {
 /// 4–5% so, its servers re-reading their tables through the cache).
 fn cache_caps(snap: &Snapshot, states: &[State], prefetches: &[Prefetch]) -> Vec<Option<u64>> {
     let margin = moves::limit_margin(snap.dram_budget);
+    // A quota under the shared limit is a cap; one left from quotas in force is not.
+    let capped = !in_quotas(snap);
     let caching: Vec<bool> = states
         .iter()
         .map(|s| match s.view.quota {
             // A cache just dropped (a block device's, at its last close) refills within
             // a pass, and a cap set then would start from what its neighbours lost meanwhile.
-            Some(cap) => s.view.inactive_file >= margin / 4 || s.view.dram + margin <= cap,
+            Some(q) => s.view.inactive_file >= margin / 4 || (capped && s.view.dram + margin <= q),
             None => s.view.inactive_file >= margin,
         })
         .collect();
@@ -618,6 +621,14 @@ mod tests {
         dropped.quota = Some(34 * MIB);
         let p = plan(&snap_of(96 * MIB, vec![hot.clone(), dropped.clone()]), &K);
         assert!(p.tenants[1].quota.is_some(), "{}", p.tenants[1].reason);
+        let mut after_quotas = snap_of(96 * MIB, vec![hot.clone(), dropped.clone()]);
+        after_quotas.quotas_in_force = Some(true);
+        let p = plan(&after_quotas, &K);
+        assert!(
+            !p.tenants[1].reason.contains("not reused"),
+            "a quota left from quotas is no cap: {}",
+            p.tenants[1].reason
+        );
         dropped.dram = 34 * MIB - margin + 1;
         let p = plan(&snap_of(96 * MIB, vec![hot.clone(), dropped]), &K);
         assert_eq!(p.tenants[1].quota, None, "{}", p.tenants[1].reason);
