@@ -128,7 +128,7 @@ pub struct TenantView {
     /// Anonymous memory: resident plus swapped.
     pub footprint: u64,
     pub dram: u64,
-    /// Of `dram`, pages already written to the tier and only cached (the swap cache):
+    /// Of `dram`, pages already on the tier that no process maps (swap cache not in use):
     /// the kernel drops them first, without I/O, whenever DRAM is wanted.
     #[serde(default)]
     pub swap_cached: u64,

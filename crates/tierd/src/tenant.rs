@@ -43,7 +43,7 @@ pub struct Measure {
     /// attached (the kernel moves no charges): its quota's reclaim cannot reach it,
     /// tierd's demotion can.
     pub charged_elsewhere: u64,
-    /// Of `dram`, pages written to the tier and only cached (the cgroup's swap cache).
+    /// Of `dram`, pages on the tier that no process maps (the cgroup's swap cache not in use).
     pub swap_cached: u64,
     /// Of `dram`, clean page cache read and not reused since (the kernel's inactive list).
     pub inactive_file: u64,

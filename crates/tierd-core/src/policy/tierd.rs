@@ -343,8 +343,8 @@ fn free_room(snap: &Snapshot, k: &Knobs, mode: Mode, throttled: bool, incoming: 
     if mode == Mode::Quotas {
         return 0;
     }
-    // Swap-cached pages are room already: counted as held, each pass would write out
-    // more while the last pass's pages sat cached (an idle host wrote 1.6 MiB/s so).
+    // Swap cache nobody maps is room already: counted as held, each pass would write
+    // out more while the last pass's pages sat cached (an idle host wrote 1.6 MiB/s so).
     let held: u64 = snap
         .tenants
         .iter()

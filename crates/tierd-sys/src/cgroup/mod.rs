@@ -76,7 +76,9 @@ pub struct MemoryStats {
     pub anon_huge: u64,
     /// Bytes on swap.
     pub swap: u64,
-    /// Swapped-out pages still in DRAM (the swap cache).
+    /// Of the swap cache, the pages no process maps: written to swap and not yet freed,
+    /// or read back and not touched. The kernel drops them first, without I/O. See
+    /// [`unmapped_swap_cache`].
     pub swap_cached: u64,
     pub limit: Option<u64>,
     /// Processes of the cgroup (and below) the kernel's OOM killer has ended so far.
@@ -87,6 +89,15 @@ pub struct MemoryStats {
     /// Charges that met the cgroup's hard limit so far (v2 `memory.events` `max`, v1
     /// `memory.failcnt`).
     pub limit_hits: u64,
+}
+
+/// Of a cgroup's swap cache (`swapcached`), the pages no process maps: anonymous LRU
+/// pages that are neither mapped nor shmem. A page a fault reads back keeps its swap
+/// slot while the swap is less than half full and stays in the swap cache while in use,
+/// so `swapcached` alone counts a working set read back as room. Mlocked pages sit off
+/// these lists, so a tenant that mlocks is counted short, never over.
+pub(crate) fn unmapped_swap_cache(swapcached: u64, anon_lru: u64, anon_mapped: u64, shmem: u64) -> u64 {
+    swapcached.min(anon_lru.saturating_sub(anon_mapped + shmem))
 }
 
 /// A cgroup's memory pressure stall totals (PSI, `memory.pressure`), in microseconds.
@@ -446,6 +457,19 @@ mod tests {
         assert!(err(libc::EBUSY).is_busy());
         assert!(!err(libc::EINVAL).is_busy());
         assert!(!CgroupError::Escape("../x".into()).is_busy());
+    }
+
+    #[test]
+    fn swap_cache_in_use_is_not_counted_as_droppable() {
+        const MIB: u64 = 1 << 20;
+        // Just paged out: 64 MiB written, unmapped, still cached, beside 32 MiB mapped.
+        assert_eq!(unmapped_swap_cache(64 * MIB, 96 * MIB, 32 * MIB, 0), 64 * MIB);
+        // A working set read back by faults: cached and mapped, none of it droppable.
+        assert_eq!(unmapped_swap_cache(64 * MIB, 96 * MIB, 96 * MIB, 0), 0);
+        // shmem sits on the anonymous lists unmapped by `anon`: not swap cache.
+        assert_eq!(unmapped_swap_cache(8 * MIB, 96 * MIB, 64 * MIB, 32 * MIB), 0);
+        // Pages off the lists (mlocked, or isolated for a moment) count short, never over.
+        assert_eq!(unmapped_swap_cache(8 * MIB, 16 * MIB, 64 * MIB, 0), 0);
     }
 
     #[test]

@@ -120,7 +120,12 @@ impl MemoryController for V1 {
             page_cache: get("active_file") + get("inactive_file"),
             anon_huge: get("rss_huge"),
             swap: get("swap"),
-            swap_cached: get("swapcached"),
+            swap_cached: super::unmapped_swap_cache(
+                get("swapcached"),
+                get("inactive_anon") + get("active_anon"),
+                get("rss"),
+                get("shmem"),
+            ),
             limit: self.limit(&dir)?,
             // `oom_kill` counts victims in this group and below (kernel 4.13 on).
             oom_kills: read_text(&dir.join("memory.oom_control"))
@@ -219,7 +224,8 @@ mod tests {
     use crate::procfs::ProcFs;
 
     const STAT: &str = "cache 4096\ninactive_file 4096\nrss 1048576\nrss_huge 0\nswap 8192\nswapcached 0\npgmajfault 1\n\
-total_cache 8192\ntotal_inactive_file 12288\ntotal_active_file 20480\ntotal_dirty 4096\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\ntotal_swapcached 4096\ntotal_pgmajfault 7\n";
+total_cache 8192\ntotal_inactive_file 12288\ntotal_active_file 20480\ntotal_dirty 4096\ntotal_rss 2097152\ntotal_rss_huge 2097152\ntotal_swap 16384\ntotal_swapcached 12288\n\
+total_inactive_anon 1048576\ntotal_active_anon 1060864\ntotal_shmem 8192\ntotal_pgmajfault 7\n";
 
     fn tree() -> (tempfile::TempDir, V1) {
         let t = tempfile::tempdir().unwrap();
@@ -288,7 +294,7 @@ total_cache 8192\ntotal_inactive_file 12288\ntotal_active_file 20480\ntotal_dirt
         assert_eq!(s.anon, 2 << 20);
         assert_eq!(s.anon_huge, 2 << 20);
         assert_eq!(s.swap, 16384);
-        assert_eq!(s.swap_cached, 4096);
+        assert_eq!(s.swap_cached, 4096, "of 12 KiB of swap cache, 4 KiB is neither mapped (rss) nor shmem");
         assert_eq!((s.file, s.inactive_file), (8192, 8192), "inactive and clean: 12 KiB less 4 KiB dirty");
         assert_eq!(s.page_cache, 32768, "both file lists, dirty or not");
         assert_eq!(s.oom_kills, 0, "no memory.oom_control: none counted");

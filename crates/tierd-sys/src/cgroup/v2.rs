@@ -170,7 +170,12 @@ impl MemoryController for V2 {
             page_cache: get("active_file") + get("inactive_file"),
             anon_huge: get("anon_thp"),
             swap: read_u64(&dir.join("memory.swap.current")).ok().flatten().unwrap_or(0),
-            swap_cached: get("swapcached"),
+            swap_cached: super::unmapped_swap_cache(
+                get("swapcached"),
+                get("inactive_anon") + get("active_anon"),
+                get("anon"),
+                get("shmem"),
+            ),
             limit: read_u64(&dir.join("memory.high"))?,
             // Hierarchical, like v1's: victims in this cgroup and below.
             oom_kills: event("oom_kill "),
@@ -222,7 +227,7 @@ mod tests {
     use super::*;
     use crate::cgroup::fixture::populate;
 
-    const STAT: &str = "anon 2097152\nfile 8192\ninactive_file 8192\nactive_file 4096\nfile_dirty 2048\nfile_writeback 2048\nanon_thp 2097152\nswapcached 4096\npgmajfault 7\npgsteal 12\n";
+    const STAT: &str = "anon 2097152\nfile 8192\ninactive_file 8192\nactive_file 4096\nfile_dirty 2048\nfile_writeback 2048\nanon_thp 2097152\nswapcached 12288\ninactive_anon 1048576\nactive_anon 1060864\nshmem 8192\npgmajfault 7\npgsteal 12\n";
 
     fn leaf() -> [(&'static str, &'static str); 10] {
         [
