@@ -25,6 +25,8 @@ mkdir -p $svc/supervisor
 echo $$ > $svc/supervisor/cgroup.procs
 # An emulated CPU: the tests' waits, set for a host's, are this many times longer.
 export TIERD_TEST_TIME_SCALE=5
+# And the tests that fill gigabytes (two 1 GiB tenants) fill a quarter of that.
+export TIERD_TEST_SIZE_SCALE=0.25
 tests=$(sed -n 's/.*tierd\.tests=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
 # shellcheck disable=SC2086 # one argument per test name
 /bin/kernel-tests --exact --test-threads 1 $tests 2>&1

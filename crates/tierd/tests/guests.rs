@@ -777,8 +777,9 @@ fn on_cgroup_v2_in_a_6_12_guest_a_page_cache_tenant_stays_off_the_tier_and_leave
 /// those that assert cgroup v1's own files and waits (an adopted cgroup's v1 settings, a
 /// tenant named while it waits at its quota; the v2 cases are the checks above), and
 /// those that take 4–8 minutes each emulated (kill -9 with two 512 MiB tenants, the tier
-/// drain, a tenant kept off the tier beside one that swaps, demote and prefetch, two
-/// 1 GiB tenants): run by hand (operating.md); they would double CI's time.
+/// drain, a tenant kept off the tier beside one that swaps, demote and prefetch): run by
+/// hand (operating.md); they would double CI's time. Two tenants over static quotas runs
+/// at a quarter of its size (`TIERD_TEST_SIZE_SCALE`).
 const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
     "a_killed_runs_tier_and_cgroups_are_swept_up_by_the_next_run",
     "a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind",
@@ -790,6 +791,7 @@ const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
     "the_api_serves_root_only_and_bounds_its_requests",
     "the_damon_tracker_leaves_a_kdamond_it_did_not_create_alone_and_removes_its_own",
     "tierds_own_memory_is_locked_in_dram",
+    "two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing",
     "under_policy_none_the_kernel_oom_kills_as_plain_linux_and_the_kill_is_counted",
 ];
 

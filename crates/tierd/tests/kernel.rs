@@ -12,35 +12,41 @@ fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// Sizes scale with [`size_scale`] (the emulated guests run it at a quarter).
 #[test]
 fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing() {
     let _g = serial();
-    let mut d = Daemon::start(&["--dram-budget", "1G", "--ratio", "2", "--policy", "static", "--interval", "1s"]);
+    let size = scaled(GIB);
+    let budget = size_arg(size);
+    let mut d = Daemon::start(&["--dram-budget", &budget, "--ratio", "2", "--policy", "static", "--interval", "1s"]);
     assert_eq!(d.owned_swaps().len(), 1, "the tier is an active swap area");
     let active = phase("active", 25);
-    let work = ["--size", "1G", "--hot", "128M", "--phase", &active, "--json", "--report", "5s"];
-    d.run_workload("a", &["--size", "1G"], &work);
-    d.run_workload("b", &["--size", "1G"], &work);
+    let hot = size_arg(size / 8);
+    let work = ["--size", &budget, "--hot", &hot, "--phase", &active, "--json", "--report", "5s"];
+    d.run_workload("a", &["--size", &budget], &work);
+    d.run_workload("b", &["--size", &budget], &work);
 
-    // Let both fill their memory and settle into their hot sets.
+    // Let both fill their memory and settle into their hot sets: each past 400 MiB of 1 GiB.
+    let cold = size / 1024 * 400;
     wait_for("both tenants to push cold memory to the tier", Duration::from_secs(60), || {
         let st = d.status();
-        st["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > 400 * MIB)
+        st["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > cold)
     });
     pause(Duration::from_secs(5));
     let st = d.status();
-    assert!(u(&st["dram_used_bytes"]) <= GIB, "{st:#}");
+    assert!(u(&st["dram_used_bytes"]) <= size, "{st:#}");
     assert!((st["overcommit"].as_f64().unwrap() - 2.0).abs() < 0.1, "{st:#}");
     let mut quota_sum = 0;
     for t in st["tenants"].as_array().unwrap() {
         let quota = u(&t["quota_bytes"]);
         quota_sum += quota;
-        assert!((500 * MIB..=520 * MIB).contains(&quota), "static quota is half the budget: {t:#}");
+        let half = size / 2;
+        assert!((half / 40 * 39..=half / 40 * 41).contains(&quota), "static quota is half the budget: {t:#}");
         assert!(u(&t["dram_bytes"]) <= quota + 2 * MIB, "DRAM within quota: {t:#}");
-        assert!(u(&t["tier_bytes"]) >= 400 * MIB, "cold memory on the tier: {t:#}");
+        assert!(u(&t["tier_bytes"]) >= cold, "cold memory on the tier: {t:#}");
         assert!(t["errors"].as_object().unwrap().is_empty(), "no failed operations: {t:#}");
     }
-    assert!(quota_sum <= GIB);
+    assert!(quota_sum <= size);
     // A task at its quota whose reclaim makes no progress waits for tierd to wake it;
     // the kernel does not kill it (cgroup v1, where a limit is hard; v2 throttles).
     let v1 = d.cgroup_v1();
@@ -59,7 +65,7 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
         assert_eq!(t["exit_code"], 0, "workload {name} verified every page: {t:#}");
         let s = d.summary(name);
         assert_eq!(u(&s["corrupt_pages"]), 0);
-        assert_eq!(u(&s["verified_pages"]), GIB / 4096);
+        assert_eq!(u(&s["verified_pages"]), size / 4096);
         assert!(!d.cgroup_dir().join("tenants").join(name).exists(), "an exited tenant's cgroup is removed");
     }
     let stopped = d.stop();
