@@ -17,11 +17,11 @@ fn u(v: &serde_json::Value) -> u64 {
 fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing() {
     let _g = serial();
     let size = scaled(GIB);
-    let budget = size_arg(size);
+    let budget = size.to_string();
     let mut d = Daemon::start(&["--dram-budget", &budget, "--ratio", "2", "--policy", "static", "--interval", "1s"]);
     assert_eq!(d.owned_swaps().len(), 1, "the tier is an active swap area");
     let active = phase("active", 25);
-    let hot = size_arg(size / 8);
+    let hot = (size / 8).to_string();
     let work = ["--size", &budget, "--hot", &hot, "--phase", &active, "--json", "--report", "5s"];
     d.run_workload("a", &["--size", &budget], &work);
     d.run_workload("b", &["--size", &budget], &work);
@@ -37,10 +37,10 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
     assert!(u(&st["dram_used_bytes"]) <= size, "{st:#}");
     assert!((st["overcommit"].as_f64().unwrap() - 2.0).abs() < 0.1, "{st:#}");
     let mut quota_sum = 0;
+    let half = size / 2;
     for t in st["tenants"].as_array().unwrap() {
         let quota = u(&t["quota_bytes"]);
         quota_sum += quota;
-        let half = size / 2;
         assert!((half / 40 * 39..=half / 40 * 41).contains(&quota), "static quota is half the budget: {t:#}");
         assert!(u(&t["dram_bytes"]) <= quota + 2 * MIB, "DRAM within quota: {t:#}");
         assert!(u(&t["tier_bytes"]) >= cold, "cold memory on the tier: {t:#}");

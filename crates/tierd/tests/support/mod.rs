@@ -95,28 +95,24 @@ pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 /// How much slower than this host's CPU the tests run: `TIERD_TEST_TIME_SCALE`, which
 /// the emulated guests set (scripts/guest-kernel-tests.sh); 1 unset.
 pub fn time_scale() -> f64 {
-    std::env::var("TIERD_TEST_TIME_SCALE").ok().and_then(|v| v.parse().ok()).filter(|s: &f64| *s >= 1.0).unwrap_or(1.0)
+    env_factor("TIERD_TEST_TIME_SCALE", |s| s >= 1.0)
+}
+
+/// The factor in environment variable `name` where set and `valid`, else 1.
+fn env_factor(name: &str, valid: impl Fn(f64) -> bool) -> f64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&s| valid(s)).unwrap_or(1.0)
 }
 
 /// What share of their sizes the tests that opt in use: `TIERD_TEST_SIZE_SCALE` (0 to
 /// 1), which the emulated guests set so gigabytes of fills and tier writes fit their
 /// time; 1 unset.
 pub fn size_scale() -> f64 {
-    std::env::var("TIERD_TEST_SIZE_SCALE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|s: &f64| *s > 0.0 && *s <= 1.0)
-        .unwrap_or(1.0)
+    env_factor("TIERD_TEST_SIZE_SCALE", |s| s > 0.0 && s <= 1.0)
 }
 
 /// `bytes` times [`size_scale`], in whole MiB.
 pub fn scaled(bytes: u64) -> u64 {
     ((bytes as f64 * size_scale() / MIB as f64).round() as u64).max(1) * MIB
-}
-
-/// A size argument (`512M`) for `bytes`, which is whole MiB.
-pub fn size_arg(bytes: u64) -> String {
-    format!("{}M", bytes / MIB)
 }
 
 /// A workload phase (`active:40s`) made [`time_scale`] times longer: a tenant must
