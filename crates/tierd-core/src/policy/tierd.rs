@@ -65,13 +65,6 @@ impl State<'_> {
     fn woke_within(&self, secs: f64) -> bool {
         self.view.since_rest_secs.is_some_and(|x| x <= secs)
     }
-
-    /// Whether every page of its hot set is worth DRAM: steep, or stalled on the tier
-    /// half its time. A uniform hot set thrashing at a shared limit runs so slowly that
-    /// its samples read as a gentle slope (bench/results/thrash-at-start.md).
-    fn hot_set_whole(&self) -> bool {
-        self.curve.steep || self.view.stall_share >= THRASHING
-    }
 }
 
 /// How DRAM is divided this pass.
@@ -193,7 +186,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     // about as well as quotas would, and their estimates move with what they hold.
     let needs: u64 = states
         .iter()
-        .map(|s| match (s.working, s.hot_set_whole()) {
+        .map(|s| match (s.working, s.curve.steep || s.view.stall_share >= THRASHING) {
             (true, true) => s.curve.quota_for(s.curve.hot),
             (true, false) => s.curve.hot.min(s.view.dram),
             (false, _) => s.floor,
@@ -449,14 +442,13 @@ fn reason(s: &State, quota: Option<u64>, window: f64) -> String {
 }
 
 /// What a tenant under `quota` reads back this pass: a working tenant whose working
-/// set is out on the tier, within its room: one just woken, or one faulting whose hot
-/// set is whole ([`State::hot_set_whole`]: every page out there will be touched; a
-/// skewed tenant's pages out there are its tail, and reading them back would only push
-/// out what others touch).
+/// set is out on the tier, within its room: one just woken, or a steep one faulting
+/// (every page out there will be touched; a skewed tenant's pages out there are its
+/// tail, and reading them back would only push out what others touch).
 fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Prefetch {
     let t = s.view;
     let window = snap.window_secs.max(snap.interval_secs);
-    if !s.working || !(s.woke_within(window) || (s.hot_set_whole() && t.tier_faults_per_sec >= FAULTING)) {
+    if !s.working || !(s.woke_within(window) || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
         return Prefetch::default();
     }
     // A quota is filled to its margin at most ([`moves::prefetch_room`]), and what it
@@ -860,44 +852,6 @@ mod tests {
         let tp = &p.tenants[0];
         assert_eq!(tp.quota, None, "{}", tp.reason);
         assert_eq!(tp.prefetch.len(), 64, "its whole hot set: {}", tp.reason);
-    }
-
-    /// wake-up/fast's first 30 s as measured (bench/results/thrash-at-start.md): `sleepy`
-    /// (a uniform 1 GiB hot set) holds 768 MiB, faults 5,300 pages a second with 13% of
-    /// its samples back, and is stalled on the tier `stall` of its time; two neighbours
-    /// each hold 600 MiB, 128 MiB of it hot.
-    fn thrashing_at_start(stall: f64) -> Snapshot {
-        let mut sleepy = working("sleepy", 1280 * MIB, GIB, 768 * MIB, stall);
-        sleepy.activeness.as_mut().unwrap().returned_share = Some(0.13);
-        sleepy.tier_faults_per_sec = 5300.0;
-        sleepy.regions =
-            (0..512).map(|i| region(i, 4.0, (i < 384) as u64 * 2 * MIB, (i >= 384) as u64 * 2 * MIB, false)).collect();
-        let pushers = (1..=2).map(|i| {
-            let mut p = working(&format!("pusher{i}"), GIB, 128 * MIB, 600 * MIB, 0.0);
-            p.regions =
-                (0..300).map(|j| region(1000 * i + j, if j < 64 { 1.0 } else { 20.0 }, 2 * MIB, 0, false)).collect();
-            p
-        });
-        let mut s = snap_of(2 * GIB, std::iter::once(sleepy).chain(pushers).collect());
-        s.interval_secs = 5.0;
-        s.window_secs = 30.0;
-        s
-    }
-
-    #[test]
-    fn a_uniform_hot_set_thrashing_at_the_shared_limit_is_read_back_though_it_reads_as_a_slope() {
-        let snap = thrashing_at_start(0.75);
-        let sleepy = &snap.tenants[0];
-        let curve = Curve::in_snapshot(sleepy, &snap, &K);
-        assert!(!curve.steep, "so slow that its samples read as a gentle slope");
-        let p = plan(&snap, &K);
-        let tp = &p.tenants[0];
-        assert_eq!(tp.quota, None, "its hot set fits beside the others': {}", tp.reason);
-        assert_eq!(tp.prefetch.len(), 128, "what it lacks of its working set, in bulk: {}", tp.reason);
-        // Faulting a little and stalled a fifth of its time, its pages out there are a
-        // tail the kernel's LRU weighs against the others' pages, page by page.
-        let tail = plan(&thrashing_at_start(0.2), &K);
-        assert_eq!(tail.tenants[0].prefetch, Vec::new(), "{}", tail.tenants[0].reason);
     }
 
     #[test]
