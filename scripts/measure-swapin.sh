@@ -7,11 +7,12 @@
 # reclaim passes over are hot). For each N it prints faults a second, pages read a
 # second, the device's reads a second and its mean time per read, the wait each fault
 # saw, the device's writes a second, and the CPU the host spent per fault (the machine
-# is shared: other load counts too).
+# is shared: other load counts too). With WRITE_RATIO=R each access rewrites its page
+# with probability R, so at a limit the pages evicted are dirty and each is a write.
 #
 # Usage: scripts/measure-swapin.sh [COUNTS...]   (default: 1 2 4 8 12)
 # Env: BIN (tierd-bench), SIZE_MIB per tenant (512), WINDOW seconds measured (3),
-# AT_LIMIT (none: no limit while they fault back).
+# AT_LIMIT (none: no limit while they fault back), WRITE_RATIO (0).
 # Leaves nothing behind: its swap area, loop device, file, cgroup and processes go on
 # any exit.
 set -euo pipefail
@@ -20,6 +21,7 @@ BIN=${BIN:-target/release/tierd-bench}
 SIZE_MIB=${SIZE_MIB:-512}
 WINDOW=${WINDOW:-3}
 AT_LIMIT=${AT_LIMIT:-}
+WRITE_RATIO=${WRITE_RATIO:-0}
 COUNTS=${*:-1 2 4 8 12}
 V1=/sys/fs/cgroup/memory
 [ -w "$V1" ] || { echo "needs root and the cgroup v1 memory controller at $V1" >&2; exit 1; }
@@ -70,7 +72,7 @@ for n in $COUNTS; do
 		(
 			echo "$BASHPID" >"$CG/cgroup.procs"
 			exec "$BIN" workload --size "${SIZE_MIB}M" --hot "${SIZE_MIB}M" --phase active:10m \
-				--small-pages --no-verify-all --json --report 10s --seed "$i"
+				--small-pages --no-verify-all --json --report 10s --seed "$i" --write-ratio "$WRITE_RATIO"
 		) >"$WORK/w$n-$i.log" 2>&1 &
 		pids+=($!)
 	done
