@@ -65,6 +65,11 @@ impl State<'_> {
     fn woke_within(&self, secs: f64) -> bool {
         self.view.since_rest_secs.is_some_and(|x| x <= secs)
     }
+
+    /// Working, faulting, and stalled on the tier half its time.
+    fn thrashing(&self) -> bool {
+        self.working && self.view.tier_faults_per_sec >= FAULTING && self.view.stall_share >= THRASHING
+    }
 }
 
 /// How DRAM is divided this pass.
@@ -232,7 +237,21 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
         notes.push(r.clone());
     }
     let mut quotas = quotas_in(mode, &states, &parts);
-    let prefetches: Vec<Prefetch> = states.iter().zip(&quotas).map(|(s, &q)| prefetch_of(s, q, snap, k)).collect();
+    let window = snap.window_secs.max(snap.interval_secs);
+    let per_tenant = (k.demote_rate as f64 * snap.interval_secs) as u64;
+    let thrash_idle = (2.0 * snap.interval_secs).min(window);
+    let offered = match mode {
+        Mode::Shared { .. } if throttled.is_none() => {
+            Some(shared_read_room(snap, &states, window, thrash_idle, per_tenant))
+        }
+        _ => None,
+    };
+    let mut read_room = offered;
+    let prefetches = prefetches_of(&states, &quotas, &mut read_room, snap, k);
+    // What a thrashing tenant reads back is made room for by demoting what it was
+    // counted against: reclaim at the shared limit would take from every tenant by its
+    // size, hot sets included.
+    let min_idle = if offered != read_room { thrash_idle } else { window };
     let caps = match mode {
         Mode::Shared { .. } => cache_caps(snap, &states, &prefetches),
         Mode::Quotas => vec![None; states.len()],
@@ -242,9 +261,8 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     }
     let incoming = prefetches.iter().map(|p| p.tier_bytes).sum();
     let free = free_room(snap, k, mode, throttled.is_some(), incoming, &quotas);
-    let window = snap.window_secs.max(snap.interval_secs);
-    let per_tenant = (k.demote_rate as f64 * snap.interval_secs) as u64;
-    let room = room_demotions(&states, free, window, per_tenant);
+    let room = room_demotions(&states, free, window, min_idle, per_tenant);
+    let room = room.into_iter().map(|rs| rs.into_iter().map(|r| r.range).collect());
     let tenants = states
         .iter()
         .zip(parts.iter().zip(&caps))
@@ -361,12 +379,48 @@ fn free_room(snap: &Snapshot, k: &Knobs, mode: Mode, throttled: bool, incoming: 
 }
 
 /// Per tenant, the regions that make `free` bytes of room ahead of the kernel's
-/// reclaim: only what the LRU would give up first anyway, the host's coldest first. A
-/// region qualifies when it was seen idle a window (a sample of it stayed out) and is
-/// not part of a resting or just-woken tenant's working set; a region never seen is no
-/// evidence of cold (a resting tenant's unsampled hot pages would go first and fault
-/// the moment it wakes).
-fn room_demotions(states: &[State], free: u64, window: f64, per_tenant: u64) -> Vec<Vec<Range>> {
+/// reclaim: only what the LRU would give up first anyway ([`cold_regions`], idle
+/// `min_idle`), at most `per_tenant` bytes of each tenant's.
+fn room_demotions<'a>(
+    states: &[State<'a>],
+    free: u64,
+    window: f64,
+    min_idle: f64,
+    per_tenant: u64,
+) -> Vec<Vec<&'a Region>> {
+    let mut out = vec![Vec::new(); states.len()];
+    let mut taken = vec![0u64; states.len()];
+    let mut total = 0;
+    for (i, r) in cold_regions(states, window, min_idle) {
+        if total + r.dram_bytes > free {
+            break;
+        }
+        if taken[i] + r.dram_bytes <= per_tenant {
+            taken[i] += r.dram_bytes;
+            total += r.dram_bytes;
+            out[i].push(r);
+        }
+    }
+    out
+}
+
+/// Under one shared limit, what a thrashing tenant may read back this pass: DRAM under
+/// the budget's margin that nobody holds, and regions idle `min_idle` (two intervals:
+/// a thrashing hot set touches its pages every interval), which [`room_demotions`]
+/// then demotes. A read-back beyond that would make the kernel's reclaim take pages
+/// someone touches as often, a neighbour's hot set among them.
+fn shared_read_room(snap: &Snapshot, states: &[State], window: f64, min_idle: f64, per_tenant: u64) -> u64 {
+    let held = snap.tenants.iter().map(|t| t.dram.saturating_sub(t.swap_cached)).sum();
+    let cold: u64 =
+        room_demotions(states, u64::MAX, window, min_idle, per_tenant).iter().flatten().map(|r| r.dram_bytes).sum();
+    moves::prefetch_room(Some(snap.dram_budget), held) + cold
+}
+
+/// Regions the kernel's LRU would give up first, the host's coldest first: seen idle a
+/// window (a sample of it stayed out) and not part of a resting or just-woken tenant's
+/// working set (a region never seen is no evidence of cold: a resting tenant's
+/// unsampled hot pages would go first and fault the moment it wakes).
+fn cold_regions<'a>(states: &[State<'a>], window: f64, min_idle: f64) -> Vec<(usize, &'a Region)> {
     let mut cold: Vec<(usize, &Region)> = Vec::new();
     for (i, s) in states.iter().enumerate() {
         // Resting or just woken, its working set is what it touches next, however long
@@ -376,26 +430,17 @@ fn room_demotions(states: &[State], free: u64, window: f64, per_tenant: u64) -> 
         } else {
             moves::working_set(s.view, window).map(|r| r.range).collect()
         };
-        let candidates = moves::coldest(&s.view.regions, window, 1, u64::MAX);
+        // A thrashing tenant's own memory idle less than a window is no room for it or
+        // another thrashing one: it reuses it as soon (a sweep would demote what it just
+        // swept to read back what it sweeps next).
+        let idle = if s.thrashing() { window } else { min_idle };
+        let candidates = moves::coldest(&s.view.regions, idle, 1, u64::MAX);
         cold.extend(
             s.view.regions.iter().filter(|r| candidates.contains(&r.range) && !ws.contains(&r.range)).map(|r| (i, r)),
         );
     }
     cold.sort_by(|a, b| b.1.idle_secs.unwrap_or(0.0).total_cmp(&a.1.idle_secs.unwrap_or(0.0)));
-    let mut out = vec![Vec::new(); states.len()];
-    let mut taken = vec![0u64; states.len()];
-    let mut total = 0;
-    for (i, r) in cold {
-        if total + r.dram_bytes > free {
-            break;
-        }
-        if taken[i] + r.dram_bytes <= per_tenant {
-            taken[i] += r.dram_bytes;
-            total += r.dram_bytes;
-            out[i].push(r.range);
-        }
-    }
-    out
+    cold
 }
 
 /// Why demotion waits: the tier is slow (red average read latency: the policy weighs
@@ -441,14 +486,37 @@ fn reason(s: &State, quota: Option<u64>, window: f64) -> String {
     why
 }
 
+/// Each tenant's read-back this pass ([`prefetch_of`]); the tenants faulting most take
+/// the shared limit's `read_room` first.
+fn prefetches_of(
+    states: &[State],
+    quotas: &[Option<u64>],
+    read_room: &mut Option<u64>,
+    snap: &Snapshot,
+    k: &Knobs,
+) -> Vec<Prefetch> {
+    let mut order: Vec<usize> = (0..states.len()).collect();
+    order.sort_by(|&a, &b| states[b].view.tier_faults_per_sec.total_cmp(&states[a].view.tier_faults_per_sec));
+    let mut out = vec![Prefetch::default(); states.len()];
+    for i in order {
+        out[i] = prefetch_of(&states[i], quotas[i], read_room, snap, k);
+    }
+    out
+}
+
 /// What a tenant under `quota` reads back this pass: a working tenant whose working
-/// set is out on the tier, within its room: one just woken, or a steep one faulting
-/// (every page out there will be touched; a skewed tenant's pages out there are its
-/// tail, and reading them back would only push out what others touch).
-fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Prefetch {
+/// set is out on the tier, within its room. Whole when it just woke, or when it is
+/// steep and faulting (every page out there will be touched). Otherwise, thrashing
+/// under one shared limit (a hot set thrashing slowly returns too few samples to read
+/// steep), only into `read_room` ([`shared_read_room`]): what it touched within the
+/// window ranks above memory idle a window, but not above a neighbour's hot set.
+fn prefetch_of(s: &State, quota: Option<u64>, read_room: &mut Option<u64>, snap: &Snapshot, k: &Knobs) -> Prefetch {
     let t = s.view;
     let window = snap.window_secs.max(snap.interval_secs);
-    if !s.working || !(s.woke_within(window) || (s.curve.steep && t.tier_faults_per_sec >= FAULTING)) {
+    let faulting = t.tier_faults_per_sec >= FAULTING;
+    let whole = s.woke_within(window) || (s.curve.steep && faulting);
+    let into_room = if whole { None } else { read_room.as_mut().filter(|_| s.thrashing()) };
+    if !s.working || !(whole || into_room.is_some()) {
         return Prefetch::default();
     }
     // A quota is filled to its margin at most ([`moves::prefetch_room`]), and what it
@@ -457,12 +525,17 @@ fn prefetch_of(s: &State, quota: Option<u64>, snap: &Snapshot, k: &Knobs) -> Pre
     let want = s.curve.quota_for(s.curve.touched());
     let room = moves::prefetch_room(quota, t.dram)
         .min(want.saturating_sub(moves::working_set_held(t, window)))
-        .min((k.prefetch_rate as f64 * snap.interval_secs) as u64);
+        .min((k.prefetch_rate as f64 * snap.interval_secs) as u64)
+        .min(into_room.as_deref().copied().unwrap_or(u64::MAX));
     // Scattered regions only where a read is quick (a green tier: hundreds of
     // thousands of reads a second to spare); on a slow device they queue ahead of
     // the demand faults of everyone.
     let spare_reads = snap.tier.read_latency_us.is_none_or(|us| average_latency(us) == crate::health::Colour::Green);
-    moves::prefetch(t, window, room, spare_reads)
+    let p = moves::prefetch(t, window, room, spare_reads);
+    if let Some(left) = into_room {
+        *left = left.saturating_sub(p.tier_bytes);
+    }
+    p
 }
 
 fn average_latency(us: f64) -> crate::health::Colour {
@@ -852,6 +925,52 @@ mod tests {
         let tp = &p.tenants[0];
         assert_eq!(tp.quota, None, "{}", tp.reason);
         assert_eq!(tp.prefetch.len(), 64, "its whole hot set: {}", tp.reason);
+    }
+
+    /// wake-up/fast's first 30 s as measured (bench/results/thrash-at-start.md): `sleepy`
+    /// (a uniform 1 GiB hot set) holds 768 MiB, faults 5,300 pages a second with 13% of
+    /// its samples back, and is stalled on the tier `stall` of its time; two neighbours
+    /// each hold 600 MiB, 128 MiB of it hot and the rest filled `fill_idle` s ago.
+    fn thrashing_at_start(stall: f64, fill_idle: f64) -> Snapshot {
+        let mut sleepy = working("sleepy", 1280 * MIB, GIB, 768 * MIB, stall);
+        sleepy.activeness.as_mut().unwrap().returned_share = Some(0.13);
+        sleepy.tier_faults_per_sec = 5300.0;
+        sleepy.regions =
+            (0..512).map(|i| region(i, 4.0, (i < 384) as u64 * 2 * MIB, (i >= 384) as u64 * 2 * MIB, false)).collect();
+        let pushers = (1..=2).map(|i| {
+            let mut p = working(&format!("pusher{i}"), GIB, 128 * MIB, 600 * MIB, 0.0);
+            let filled = |j| Region { cold_samples: 1, ..region(1000 * i + j, fill_idle, 2 * MIB, 0, false) };
+            p.regions = (0..300)
+                .map(|j| if j < 64 { region(1000 * i + j, 1.0, 2 * MIB, 0, false) } else { filled(j) })
+                .collect();
+            p
+        });
+        let mut s = snap_of(2 * GIB, std::iter::once(sleepy).chain(pushers).collect());
+        s.interval_secs = 5.0;
+        s.window_secs = 30.0;
+        s
+    }
+
+    #[test]
+    fn a_hot_set_thrashing_at_the_shared_limit_is_read_back_into_memory_idle_longer() {
+        let snap = thrashing_at_start(0.75, 20.0);
+        let curve = Curve::in_snapshot(&snap.tenants[0], &snap, &K);
+        assert!(!curve.steep, "so slow that its samples read as a gentle slope");
+        let p = plan(&snap, &K);
+        let tp = &p.tenants[0];
+        assert_eq!(tp.quota, None, "its hot set fits beside the others': {}", tp.reason);
+        assert_eq!(tp.prefetch.len(), 128, "what it lacks of its working set, in bulk: {}", tp.reason);
+        // The neighbours' fill, idle four intervals, makes the room, demoted whole.
+        let demoted: usize = p.tenants[1..].iter().map(|t| t.demote.len()).sum();
+        assert!(demoted >= 128, "{demoted} regions: {}", p.tenants[1].reason);
+        // Stalled a fifth of its time, its pages out there are a tail the kernel's LRU
+        // weighs against the others' pages, page by page.
+        let tail = plan(&thrashing_at_start(0.2, 20.0), &K);
+        assert_eq!(tail.tenants[0].prefetch, Vec::new(), "{}", tail.tenants[0].reason);
+        // Neighbours that touched all they hold within two intervals keep it: a
+        // read-back would make reclaim take pages touched as often as the ones read.
+        let busy = plan(&thrashing_at_start(0.75, 6.0), &K);
+        assert_eq!(busy.tenants[0].prefetch, Vec::new(), "{}", busy.tenants[0].reason);
     }
 
     #[test]
