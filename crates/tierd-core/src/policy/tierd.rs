@@ -240,10 +240,10 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let window = snap.window_secs.max(snap.interval_secs);
     let per_tenant = (k.demote_rate as f64 * snap.interval_secs) as u64;
     let thrash_idle = (2.0 * snap.interval_secs).min(window);
+    // Computed once: the read room and the room demotions below draw on the same list.
+    let cold = cold_regions(&states, window, thrash_idle);
     let offered = match mode {
-        Mode::Shared { .. } if throttled.is_none() => {
-            Some(shared_read_room(snap, &states, window, thrash_idle, per_tenant))
-        }
+        Mode::Shared { .. } if throttled.is_none() => Some(shared_read_room(snap, &cold, states.len(), per_tenant)),
         _ => None,
     };
     let mut read_room = offered;
@@ -261,7 +261,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     }
     let incoming = prefetches.iter().map(|p| p.tier_bytes).sum();
     let free = free_room(snap, k, mode, throttled.is_some(), incoming, &quotas);
-    let room = room_demotions(&states, free, window, min_idle, per_tenant);
+    let room = room_demotions(&cold, states.len(), free, min_idle, per_tenant);
     let room = room.into_iter().map(|rs| rs.into_iter().map(|r| r.range).collect());
     let tenants = states
         .iter()
@@ -379,19 +379,19 @@ fn free_room(snap: &Snapshot, k: &Knobs, mode: Mode, throttled: bool, incoming: 
 }
 
 /// Per tenant, the regions that make `free` bytes of room ahead of the kernel's
-/// reclaim: only what the LRU would give up first anyway ([`cold_regions`], idle
-/// `min_idle`), at most `per_tenant` bytes of each tenant's.
+/// reclaim: only what the LRU would give up first anyway (of [`cold_regions`]' list
+/// for `tenants`, those idle `min_idle`), at most `per_tenant` bytes of each tenant's.
 fn room_demotions<'a>(
-    states: &[State<'a>],
+    cold: &[(usize, &'a Region)],
+    tenants: usize,
     free: u64,
-    window: f64,
     min_idle: f64,
     per_tenant: u64,
 ) -> Vec<Vec<&'a Region>> {
-    let mut out = vec![Vec::new(); states.len()];
-    let mut taken = vec![0u64; states.len()];
+    let mut out = vec![Vec::new(); tenants];
+    let mut taken = vec![0u64; tenants];
     let mut total = 0;
-    for (i, r) in cold_regions(states, window, min_idle) {
+    for &(i, r) in cold.iter().filter(|(_, r)| r.idle_secs.is_some_and(|x| x >= min_idle)) {
         if total + r.dram_bytes > free {
             break;
         }
@@ -405,15 +405,15 @@ fn room_demotions<'a>(
 }
 
 /// Under one shared limit, what a thrashing tenant may read back this pass: DRAM under
-/// the budget's margin that nobody holds, and regions idle `min_idle` (two intervals:
+/// the budget's margin that nobody holds, and the regions of `cold` (idle two intervals:
 /// a thrashing hot set touches its pages every interval), which [`room_demotions`]
 /// then demotes. A read-back beyond that would make the kernel's reclaim take pages
 /// someone touches as often, a neighbour's hot set among them.
-fn shared_read_room(snap: &Snapshot, states: &[State], window: f64, min_idle: f64, per_tenant: u64) -> u64 {
+fn shared_read_room(snap: &Snapshot, cold: &[(usize, &Region)], tenants: usize, per_tenant: u64) -> u64 {
     let held = snap.tenants.iter().map(|t| t.dram.saturating_sub(t.swap_cached)).sum();
-    let cold: u64 =
-        room_demotions(states, u64::MAX, window, min_idle, per_tenant).iter().flatten().map(|r| r.dram_bytes).sum();
-    moves::prefetch_room(Some(snap.dram_budget), held) + cold
+    let idle: u64 =
+        room_demotions(cold, tenants, u64::MAX, 0.0, per_tenant).iter().flatten().map(|r| r.dram_bytes).sum();
+    moves::prefetch_room(Some(snap.dram_budget), held) + idle
 }
 
 /// Regions the kernel's LRU would give up first, the host's coldest first: seen idle a
@@ -434,10 +434,9 @@ fn cold_regions<'a>(states: &[State<'a>], window: f64, min_idle: f64) -> Vec<(us
         // another thrashing one: it reuses it as soon (a sweep would demote what it just
         // swept to read back what it sweeps next).
         let idle = if s.thrashing() { window } else { min_idle };
-        let candidates = moves::coldest(&s.view.regions, idle, 1, u64::MAX);
-        cold.extend(
-            s.view.regions.iter().filter(|r| candidates.contains(&r.range) && !ws.contains(&r.range)).map(|r| (i, r)),
-        );
+        // As `moves::coldest` with one cold sample of evidence, without its sort.
+        let seen_idle = |r: &Region| r.dram_bytes > 0 && r.cold_samples >= 1 && r.idle_secs.is_some_and(|x| x >= idle);
+        cold.extend(s.view.regions.iter().filter(|r| seen_idle(r) && !ws.contains(&r.range)).map(|r| (i, r)));
     }
     cold.sort_by(|a, b| b.1.idle_secs.unwrap_or(0.0).total_cmp(&a.1.idle_secs.unwrap_or(0.0)));
     cold
