@@ -1,4 +1,4 @@
-//! The tail of the tier's read latency: sampled requests (issue to completion, timed by
+//! The tail of the tier's read latency: sampled reads (submission to completion, timed by
 //! the block layer's tracepoints) over a sliding window, their p99, and a histogram of
 //! every sample since start for metrics.
 

@@ -1,8 +1,11 @@
-//! The tier's read latency request by request: the block layer's `block_rq_issue` and
+//! The tier's read latency request by request: the block layer's `block_bio_queue` and
 //! `block_rq_complete` tracepoints as perf events, one ring per CPU. No BPF: its programs
 //! need a compiler the hosts tierd builds on may lack, and user space can pair a
 //! sample of requests cheaply. The kernel's own filter keeps the tier's reads, about
 //! one page in [`SAMPLED_ONE_IN`] (by sector bits), and drops tierd's own requests.
+//!
+//! A read is timed from its submission, not from the request's issue to the driver: the
+//! wait for a free tag and in the I/O scheduler's queue is part of what a fault waits.
 
 use crate::blockdev::QueueExtent;
 use perf_event_open_sys as perf;
@@ -19,8 +22,14 @@ const SAMPLED_SECTOR_BITS: u64 = 0b111_000;
 pub const SAMPLED_ONE_IN: u64 = 8;
 /// Data pages of each CPU's ring (128 KiB): about 1,400 sampled requests between reads.
 const RING_DATA_PAGES: usize = 32;
-/// An issue whose completion was never seen (lost from a full ring) is forgotten after this.
+/// A submission whose completion was never seen (lost from a full ring, or merged into a
+/// request that starts at an unsampled sector) is forgotten after this.
 const PENDING_NS: u64 = 30_000_000_000;
+/// At most this many submissions wait for their completion (about 2 MiB); past it the
+/// older half is forgotten, so a flood of merged reads cannot grow tierd.
+const MAX_PENDING: usize = 65_536;
+/// Sectors between two sampled ones where swap pages lie (8-sector aligned): bit 6 up.
+const SAMPLED_STRIDE: u64 = SAMPLED_SECTOR_BITS + 8;
 
 /// Why the tier's requests cannot be traced.
 #[derive(Debug, thiserror::Error)]
@@ -49,10 +58,11 @@ struct EventFormat {
     id: u64,
     dev: Field,
     sector: Field,
+    nr_sector: Field,
 }
 
-/// Parses a tracepoint's `format` file for its id and the `dev` and `sector` fields,
-/// whose offsets differ between kernels.
+/// Parses a tracepoint's `format` file for its id and the `dev`, `sector` and
+/// `nr_sector` fields, whose offsets differ between kernels.
 fn parse_format(event: &'static str, text: &str) -> Result<EventFormat, TraceError> {
     let bad = |why: &str| TraceError::Format { event, why: why.to_string() };
     let id = text.lines().find_map(|l| l.strip_prefix("ID:")).ok_or_else(|| bad("no ID"))?;
@@ -76,11 +86,12 @@ fn parse_format(event: &'static str, text: &str) -> Result<EventFormat, TraceErr
         };
         Ok(f)
     };
-    let (dev, sector) = (field("dev")?, field("sector")?);
-    if dev.size != 4 || sector.size != 8 {
-        return Err(bad(&format!("dev of {} bytes and sector of {}, not 4 and 8", dev.size, sector.size)));
+    let (dev, sector, nr_sector) = (field("dev")?, field("sector")?, field("nr_sector")?);
+    if dev.size != 4 || sector.size != 8 || nr_sector.size != 4 {
+        let sizes = format!("{}, {} and {}", dev.size, sector.size, nr_sector.size);
+        return Err(bad(&format!("dev, sector and nr_sector of {sizes} bytes, not 4, 8 and 4")));
     }
-    Ok(EventFormat { id, dev, sector })
+    Ok(EventFormat { id, dev, sector, nr_sector })
 }
 
 /// The kernel's own encoding of a device number in tracepoints (`MKDEV`).
@@ -89,7 +100,8 @@ fn kernel_dev((major, minor): (u32, u32)) -> u32 {
 }
 
 /// The perf filter of one event: the tier's reads, a sample of their sectors, and for
-/// issues none made by the task named `own_comm` (tierd's moves, timed in its deep queue).
+/// submissions none made by the task named `own_comm` (tierd's moves, timed in its deep
+/// queue). A submission is made in the submitter's own context, so the name is its.
 fn filter(extent: &QueueExtent, own_comm: Option<&str>) -> String {
     let mut f = format!("dev == {} && rwbs ~ \"R*\" && !(sector & {SAMPLED_SECTOR_BITS})", kernel_dev(extent.dev));
     if extent.first_sector > 0 {
@@ -148,7 +160,7 @@ fn parse_cpu_list(text: &str) -> Vec<u32> {
     cpus
 }
 
-/// One CPU's ring buffer, shared by its issue and completion events.
+/// One CPU's ring buffer, shared by its submission and completion events.
 struct Ring {
     base: *mut u8,
     len: usize,
@@ -227,34 +239,34 @@ impl Drop for Ring {
 /// What the rings held since the last look.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Sampled {
-    /// Latencies (issue to completion) of the sampled reads that completed, in µs.
+    /// Latencies (submission to completion) of the sampled reads that completed, in µs.
     pub read_micros: Vec<u32>,
     /// Records the kernel dropped because a ring was full.
     pub lost: u64,
 }
 
-/// Issue and completion events of the tier's request queue, on every CPU.
+/// Submission and completion events of the tier's request queue, on every CPU.
 pub struct ReadLatency {
     rings: Vec<Ring>,
     _events: Vec<OwnedFd>,
-    issue: EventFormat,
+    queued: EventFormat,
     complete: EventFormat,
-    /// Issued and not yet completed: (device, sector) → issue time (ns).
-    pending: HashMap<(u32, u64), u64>,
+    /// Submitted and not yet completed: sector → submission time (ns). One device: the
+    /// filters keep the tier's queue alone.
+    pending: HashMap<u64, u64>,
 }
 
 impl ReadLatency {
-    /// Starts sampling the reads on `extent`, leaving out those `own_comm` issues.
+    /// Starts sampling the reads on `extent`, leaving out those `own_comm` submits.
     pub fn start(extent: &QueueExtent, own_comm: Option<&str>) -> Result<ReadLatency, TraceError> {
-        let texts = read_tracefs(&["events/block/block_rq_issue/format", "events/block/block_rq_complete/format"])
-            .map_err(TraceError::Tracefs)?;
-        let issue = parse_format("block_rq_issue", &texts[0])?;
+        let texts = read_tracefs(&[QUEUED_FORMAT, COMPLETE_FORMAT]).map_err(TraceError::Tracefs)?;
+        let queued = parse_format("block_bio_queue", &texts[0])?;
         let complete = parse_format("block_rq_complete", &texts[1])?;
         let online = std::fs::read_to_string("/sys/devices/system/cpu/online").map_err(TraceError::Tracefs)?;
         let mut events = Vec::new();
         let mut rings = Vec::new();
         for cpu in parse_cpu_list(&online) {
-            let first = open_event(issue.id, cpu, &filter(extent, own_comm))?;
+            let first = open_event(queued.id, cpu, &filter(extent, own_comm))?;
             let ring = Ring::map(&first, cpu)?;
             let second = open_event(complete.id, cpu, &filter(extent, None))?;
             // SAFETY: plain ioctls on perf fds this function opened on the same CPU.
@@ -271,7 +283,7 @@ impl ReadLatency {
             rings.push(ring);
             events.extend([first, second]);
         }
-        Ok(ReadLatency { rings, _events: events, issue, complete, pending: HashMap::new() })
+        Ok(ReadLatency { rings, _events: events, queued, complete, pending: HashMap::new() })
     }
 
     /// The reads that completed since the last call.
@@ -283,7 +295,7 @@ impl ReadLatency {
         let mut out = Sampled::default();
         let mut samples = Vec::new();
         for rec in &records {
-            match parse_record(rec, &self.issue, &self.complete) {
+            match parse_record(rec, &self.queued, &self.complete) {
                 Some(Record::Sample(s)) => samples.push(s),
                 Some(Record::Lost(n)) => out.lost += n,
                 None => {}
@@ -294,12 +306,16 @@ impl ReadLatency {
     }
 }
 
-/// Whether this kernel lets tierd time requests: the formats read and an issue event
+const QUEUED_FORMAT: &str = "events/block/block_bio_queue/format";
+const COMPLETE_FORMAT: &str = "events/block/block_rq_complete/format";
+
+/// Whether this kernel lets tierd time requests: the formats read and a submission event
 /// opened (and closed at once) on CPU 0.
 pub fn probe() -> Result<(), TraceError> {
-    let texts = read_tracefs(&["events/block/block_rq_issue/format"]).map_err(TraceError::Tracefs)?;
-    let issue = parse_format("block_rq_issue", &texts[0])?;
-    open_event(issue.id, 0, "dev == 0").map(drop)
+    let texts = read_tracefs(&[QUEUED_FORMAT, COMPLETE_FORMAT]).map_err(TraceError::Tracefs)?;
+    parse_format("block_rq_complete", &texts[1])?;
+    let queued = parse_format("block_bio_queue", &texts[0])?;
+    open_event(queued.id, 0, "dev == 0").map(drop)
 }
 
 /// Opens one tracepoint event on `cpu`, disabled, with its filter.
@@ -334,7 +350,7 @@ fn open_event(id: u64, cpu: u32, filter: &str) -> Result<OwnedFd, TraceError> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    Issue,
+    Queued,
     Complete,
 }
 
@@ -342,8 +358,8 @@ enum Kind {
 struct Sample {
     kind: Kind,
     time_ns: u64,
-    dev: u32,
     sector: u64,
+    sectors: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -361,7 +377,7 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 }
 
 /// One ring record: a sample (header, u64 time, u32 raw size, raw) or a count of lost ones.
-fn parse_record(rec: &[u8], issue: &EventFormat, complete: &EventFormat) -> Option<Record> {
+fn parse_record(rec: &[u8], queued: &EventFormat, complete: &EventFormat) -> Option<Record> {
     let kind = u32_at(rec, 0)?;
     if kind == perf::bindings::PERF_RECORD_LOST {
         return Some(Record::Lost(u64_at(rec, 16)?));
@@ -374,30 +390,38 @@ fn parse_record(rec: &[u8], issue: &EventFormat, complete: &EventFormat) -> Opti
     let raw = rec.get(20..20 + raw_len)?;
     let common_type = u16::from_ne_bytes(raw.get(0..2)?.try_into().ok()?) as u64;
     let (kind, f) = match common_type {
-        t if t == issue.id => (Kind::Issue, issue),
+        t if t == queued.id => (Kind::Queued, queued),
         t if t == complete.id => (Kind::Complete, complete),
         _ => return None,
     };
     Some(Record::Sample(Sample {
         kind,
         time_ns,
-        dev: u32_at(raw, f.dev.offset)?,
         sector: u64_at(raw, f.sector.offset)?,
+        sectors: u32_at(raw, f.nr_sector.offset)?,
     }))
 }
 
-/// Pairs each completion with its issue (same device and sector), in time order across
-/// CPUs; issues still open wait in `pending` for the next call.
-fn pair(pending: &mut HashMap<(u32, u64), u64>, mut samples: Vec<Sample>) -> Vec<u32> {
+/// The earliest submission a request of `sectors` from `sector` carries, taken out of
+/// `pending` with every other sampled read merged into it.
+fn take_earliest(pending: &mut HashMap<u64, u64>, sector: u64, sectors: u32) -> Option<u64> {
+    let merged = (sector.next_multiple_of(SAMPLED_STRIDE)..sector + sectors as u64).step_by(SAMPLED_STRIDE as usize);
+    std::iter::once(sector).chain(merged).filter_map(|at| pending.remove(&at)).min()
+}
+
+/// Pairs each completion with the earliest submission it carries (a request holds the
+/// reads merged into it), in time order across CPUs; submissions still open wait in
+/// `pending` for the next call.
+fn pair(pending: &mut HashMap<u64, u64>, mut samples: Vec<Sample>) -> Vec<u32> {
     samples.sort_by_key(|s| s.time_ns);
     let mut micros = Vec::new();
     for s in &samples {
         match s.kind {
-            Kind::Issue => {
-                pending.insert((s.dev, s.sector), s.time_ns);
+            Kind::Queued => {
+                pending.insert(s.sector, s.time_ns);
             }
             Kind::Complete => {
-                if let Some(at) = pending.remove(&(s.dev, s.sector)) {
+                if let Some(at) = take_earliest(pending, s.sector, s.sectors) {
                     micros.push((s.time_ns.saturating_sub(at) / 1000).min(u32::MAX as u64) as u32);
                 }
             }
@@ -406,6 +430,11 @@ fn pair(pending: &mut HashMap<(u32, u64), u64>, mut samples: Vec<Sample>) -> Vec
     if let Some(last) = samples.last() {
         pending.retain(|_, at| last.time_ns.saturating_sub(*at) < PENDING_NS);
     }
+    if pending.len() > MAX_PENDING {
+        let mut times: Vec<u64> = pending.values().copied().collect();
+        let half = *times.select_nth_unstable(MAX_PENDING / 2).1;
+        pending.retain(|_, at| *at > half);
+    }
     micros
 }
 
@@ -413,27 +442,27 @@ fn pair(pending: &mut HashMap<(u32, u64), u64>, mut samples: Vec<Sample>) -> Vec
 mod tests {
     use super::*;
 
-    const ISSUE_6_18: &str = "name: block_rq_issue\nID: 2104\nformat:\n\
+    const QUEUED_6_18: &str = "name: block_bio_queue\nID: 2097\nformat:\n\
         \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
         \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
         \tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n\
         \tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n\
         \tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;\n\
-        \tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;\n";
+        \tfield:char rwbs[10];\toffset:28;\tsize:10;\tsigned:0;\n\
+        \tfield:char comm[16];\toffset:38;\tsize:16;\tsigned:0;\n";
 
     #[test]
     fn a_format_gives_the_id_and_where_dev_and_sector_lie() {
-        let f = parse_format("block_rq_issue", ISSUE_6_18).unwrap();
-        assert_eq!(
-            f,
-            EventFormat { id: 2104, dev: Field { offset: 8, size: 4 }, sector: Field { offset: 16, size: 8 } }
-        );
+        let f = parse_format("block_bio_queue", QUEUED_6_18).unwrap();
+        let field = |offset, size| Field { offset, size };
+        assert_eq!(f, EventFormat { id: 2097, dev: field(8, 4), sector: field(16, 8), nr_sector: field(24, 4) });
         // `nr_sector` must not be taken for `sector`.
-        let moved = ISSUE_6_18
+        let moved = QUEUED_6_18
             .replace("sector_t sector;\toffset:16", "sector_t sector;\toffset:24")
             .replace("nr_sector;\toffset:24", "nr_sector;\toffset:16");
-        assert_eq!(parse_format("block_rq_issue", &moved).unwrap().sector.offset, 24);
-        let e = parse_format("block_rq_issue", &ISSUE_6_18.replace("dev_t dev;", "dev_t device;")).unwrap_err();
+        let f = parse_format("block_bio_queue", &moved).unwrap();
+        assert_eq!((f.sector.offset, f.nr_sector.offset), (24, 16));
+        let e = parse_format("block_bio_queue", &QUEUED_6_18.replace("dev_t dev;", "dev_t device;")).unwrap_err();
         assert!(e.to_string().contains("no field dev"), "{e}");
     }
 
@@ -455,40 +484,59 @@ mod tests {
     }
 
     fn sample(kind: Kind, time_ns: u64, sector: u64) -> Sample {
-        Sample { kind, time_ns, dev: 1, sector }
+        Sample { kind, time_ns, sector, sectors: 8 }
     }
 
     #[test]
-    fn completions_pair_with_their_issues_across_cpus_and_calls() {
+    fn completions_pair_with_their_submissions_across_cpus_and_calls() {
+        use Kind::{Complete, Queued};
         let mut pending = HashMap::new();
-        // CPU 1's completion was read before CPU 0's issue: time order decides.
-        let first =
-            vec![sample(Kind::Complete, 900_000, 8), sample(Kind::Issue, 100_000, 8), sample(Kind::Issue, 950_000, 64)];
+        // CPU 1's completion was read before CPU 0's submission: time order decides.
+        let first = vec![sample(Complete, 900_000, 64), sample(Queued, 100_000, 64), sample(Queued, 950_000, 128)];
         assert_eq!(pair(&mut pending, first), vec![800]);
-        assert_eq!(pair(&mut pending, vec![sample(Kind::Complete, 1_450_000, 64)]), vec![500]);
-        // A completion with no issue seen (tierd's own, or before the start) counts nothing.
-        assert_eq!(pair(&mut pending, vec![sample(Kind::Complete, 2_000_000, 128)]), Vec::<u32>::new());
-        // An issue whose completion was lost is forgotten.
-        pair(&mut pending, vec![sample(Kind::Issue, 3_000_000, 256)]);
-        pair(&mut pending, vec![sample(Kind::Issue, 3_000_000 + PENDING_NS, 512)]);
+        assert_eq!(pair(&mut pending, vec![sample(Complete, 1_450_000, 128)]), vec![500]);
+        // A completion with no submission seen (tierd's own, or before the start) counts nothing.
+        assert_eq!(pair(&mut pending, vec![sample(Complete, 2_000_000, 192)]), Vec::<u32>::new());
+        // A submission whose completion was lost is forgotten.
+        pair(&mut pending, vec![sample(Queued, 3_000_000, 256)]);
+        pair(&mut pending, vec![sample(Queued, 3_000_000 + PENDING_NS, 512)]);
         assert_eq!(pending.len(), 1);
     }
 
     #[test]
+    fn a_request_of_merged_reads_is_timed_from_the_first_and_takes_them_all() {
+        use Kind::{Complete, Queued};
+        let mut pending = HashMap::new();
+        // Three sampled reads 32 KiB apart, a fourth beyond: the first two merged behind
+        // a read at sector 0 that starts the request (256 sectors).
+        let queued = [(2_000, 64), (1_000, 0), (3_000, 128), (4_000, 256)].map(|(t, at)| sample(Queued, t, at));
+        assert_eq!(pair(&mut pending, queued.to_vec()), Vec::<u32>::new());
+        let done = Sample { kind: Complete, time_ns: 1_001_000, sector: 0, sectors: 256 };
+        assert_eq!(pair(&mut pending, vec![done]), vec![1_000]);
+        assert_eq!(pending.keys().copied().collect::<Vec<_>>(), vec![256], "the merged reads are not left waiting");
+        // A flood of submissions that never complete stays bounded.
+        let flood = (0..MAX_PENDING as u64 + 10).map(|i| sample(Queued, 5_000 + i, (i + 10) * 64)).collect();
+        pair(&mut pending, flood);
+        assert!(pending.len() <= MAX_PENDING / 2 + 10, "{}", pending.len());
+        assert!(pending.contains_key(&((MAX_PENDING as u64 + 9) * 64)), "the newest are kept");
+    }
+
+    #[test]
     fn records_parse_by_the_events_format() {
-        let f = parse_format("block_rq_issue", ISSUE_6_18).unwrap();
+        let f = parse_format("block_bio_queue", QUEUED_6_18).unwrap();
         let c = EventFormat { id: 2107, ..f };
         let mut raw = vec![0u8; 44];
         raw[0..2].copy_from_slice(&2107u16.to_ne_bytes());
         raw[8..12].copy_from_slice(&42u32.to_ne_bytes());
         raw[16..24].copy_from_slice(&4096u64.to_ne_bytes());
+        raw[24..28].copy_from_slice(&16u32.to_ne_bytes());
         let mut rec = Vec::new();
         rec.extend_from_slice(&perf::bindings::PERF_RECORD_SAMPLE.to_ne_bytes());
         rec.extend_from_slice(&[0, 0, 0, 0]);
         rec.extend_from_slice(&77u64.to_ne_bytes());
         rec.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
         rec.extend_from_slice(&raw);
-        let want = Sample { kind: Kind::Complete, time_ns: 77, dev: 42, sector: 4096 };
+        let want = Sample { kind: Kind::Complete, time_ns: 77, sector: 4096, sectors: 16 };
         assert_eq!(parse_record(&rec, &f, &c), Some(Record::Sample(want)));
         let mut lost = perf::bindings::PERF_RECORD_LOST.to_ne_bytes().to_vec();
         lost.extend_from_slice(&[0; 12]);

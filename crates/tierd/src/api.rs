@@ -186,7 +186,7 @@ pub struct TierStatus {
     pub write_bytes_per_sec: f64,
     /// The average over the last interval, from the device's counters.
     pub read_latency_us: Option<f64>,
-    /// The p99 of sampled reads over the last 10 s (one page in 8, issue to completion).
+    /// The p99 of sampled reads over the last 10 s (one page in 8, submission to completion).
     #[serde(default)]
     pub read_latency_p99_us: Option<f64>,
     /// The colour of the p99 where known, else of the average.

@@ -251,13 +251,13 @@ fn tier(w: &mut Writer, t: &TierStatus) {
     w.maybe(
         "tierd_tier_read_latency_p99_seconds",
         "gauge",
-        "p99 of sampled tier reads over the last 10 s, issue to completion (absent with fewer than 100).",
+        "p99 of sampled tier reads over the last 10 s, submission to completion (absent with fewer than 100).",
         t.read_latency_p99_us.map(|us| us / 1e6),
     );
     if let Some(h) = &t.read_latency_histogram {
         w.histogram(
             "tierd_tier_sampled_read_latency_seconds",
-            "Sampled tier reads (one page in 8) since start, issue to completion.",
+            "Sampled tier reads (one page in 8) since start, submission to completion.",
             h,
         );
     }

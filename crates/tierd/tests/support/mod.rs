@@ -152,12 +152,7 @@ impl Daemon {
 
     /// [`Daemon::start`] with crash points (see [`Daemon::crash_at`]).
     pub fn start_with(args: &[&str], crash_at: Option<&str>) -> Daemon {
-        sweep_killed_runs();
-        // Named for this process, so a later run can tell it was killed (see `leftovers`).
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{RUN_PREFIX}{}-", std::process::id()))
-            .tempdir_in("/var/tmp")
-            .unwrap();
+        let dir = run_dir();
         let socket = dir.path().join("tierd.sock");
         let cgroup_name = dir.path().file_name().unwrap().to_string_lossy().to_string();
         let mut d = Daemon {
@@ -362,6 +357,13 @@ impl Daemon {
 
 const RUN_PREFIX: &str = "tierd-test-";
 
+/// A directory for one test's files under /var/tmp, named for this process so a later
+/// run can tell it was killed and release what lies on its files (see `leftovers`).
+pub fn run_dir() -> tempfile::TempDir {
+    sweep_killed_runs();
+    tempfile::Builder::new().prefix(&format!("{RUN_PREFIX}{}-", std::process::id())).tempdir_in("/var/tmp").unwrap()
+}
+
 /// Releases what test runs killed before their teardown left behind (their swap above
 /// all): once per test binary, before its first tierd.
 fn sweep_killed_runs() {
@@ -370,7 +372,18 @@ fn sweep_killed_runs() {
         for line in tierd::leftovers::sweep(Path::new("/var/tmp"), RUN_PREFIX, &own_memory_cgroup()) {
             eprintln!("test harness: {line}");
         }
+        // The blkio groups of read throttles (kernel.rs), empty once their test is gone.
+        for dir in own_blkio_cgroup().map(|b| tierd::leftovers::orphaned(&b, RUN_PREFIX)).unwrap_or_default() {
+            let _ = std::fs::remove_dir(&dir);
+        }
     });
+}
+
+/// This process's cgroup in the v1 `blkio` hierarchy, where there is one.
+pub fn own_blkio_cgroup() -> Option<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = own.lines().find_map(|l| l.split_once(":blkio:"))?.1;
+    Some(Path::new("/sys/fs/cgroup/blkio").join(own.trim_start_matches('/'))).filter(|d| d.is_dir())
 }
 
 /// Tenant `name` in a `tierctl status --json`, if it is there.
