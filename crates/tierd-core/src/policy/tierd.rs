@@ -434,9 +434,8 @@ fn cold_regions<'a>(states: &[State<'a>], window: f64, min_idle: f64) -> Vec<(us
         // another thrashing one: it reuses it as soon (a sweep would demote what it just
         // swept to read back what it sweeps next).
         let idle = if s.thrashing() { window } else { min_idle };
-        // As `moves::coldest` with one cold sample of evidence, without its sort.
-        let seen_idle = |r: &Region| r.dram_bytes > 0 && r.cold_samples >= 1 && r.idle_secs.is_some_and(|x| x >= idle);
-        cold.extend(s.view.regions.iter().filter(|r| seen_idle(r) && !ws.contains(&r.range)).map(|r| (i, r)));
+        let candidate = |r: &&Region| moves::seen_idle(r, idle, 1) && !ws.contains(&r.range);
+        cold.extend(s.view.regions.iter().filter(candidate).map(|r| (i, r)));
     }
     cold.sort_by(|a, b| b.1.idle_secs.unwrap_or(0.0).total_cmp(&a.1.idle_secs.unwrap_or(0.0)));
     cold

@@ -381,8 +381,7 @@ fn sweep_killed_runs() {
 
 /// This process's cgroup in the v1 `blkio` hierarchy, where there is one.
 pub fn own_blkio_cgroup() -> Option<PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let own = own.lines().find_map(|l| l.split_once(":blkio:"))?.1;
+    let own = tierd_sys::procfs::ProcFs::new("/proc").cgroup(None, "blkio").ok()?;
     Some(Path::new("/sys/fs/cgroup/blkio").join(own.trim_start_matches('/'))).filter(|d| d.is_dir())
 }
 
