@@ -10,6 +10,7 @@ pub mod huge_bench;
 pub mod latency;
 pub mod machine;
 pub mod metrics_bench;
+pub mod pass_bench;
 pub mod pg_load;
 pub mod property;
 pub mod qmp;

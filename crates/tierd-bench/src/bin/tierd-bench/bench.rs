@@ -409,3 +409,41 @@ impl EngineArgs {
         Ok(0)
     }
 }
+
+/// The flags of `tierd-bench pass`.
+#[derive(clap::Args, Debug)]
+pub struct PassArgs {
+    #[arg(long, default_value = "bench/results")]
+    out: std::path::PathBuf,
+    /// Tenants per host.
+    #[arg(long, default_value_t = 8)]
+    tenants: usize,
+    /// Each tenant's size on the hosts timed, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1G,8G,32G,64G")]
+    size: Vec<ByteSize>,
+    /// Passes timed on each host (the figures are medians).
+    #[arg(long, default_value_t = 9)]
+    passes: usize,
+}
+
+impl PassArgs {
+    pub fn run(self) -> anyhow::Result<i32> {
+        let PassArgs { out, tenants, size, passes } = self;
+        let gib = |b: u64| (b >= 1 << 30 && b.is_multiple_of(1 << 30)).then_some(b >> 30);
+        let sizes = size
+            .iter()
+            .map(|s| gib(s.0).map(|g| (tenants, g)).with_context(|| format!("--size {s}: whole GiB only (1G, 64G)")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let r = tierd_bench::pass_bench::run(&out, &sizes, passes)?;
+        let largest = r.rows.last().context("no host timed")?;
+        println!(
+            "{} x {} GiB: a pass takes {:.1} ms ({:.4}% of a core per 8 GiB); results in {}",
+            largest.tenants,
+            largest.tenant_gib,
+            largest.median_ms,
+            largest.core_percent_per_8gib,
+            out.display()
+        );
+        Ok(0)
+    }
+}

@@ -105,6 +105,9 @@ enum Cmd {
     /// Benchmark the engine: demotion and prefetch throughput, and tierd's CPU and
     /// memory with 8 tenants. Writes engine.json and engine.md to --out.
     Engine(bench::EngineArgs),
+    /// The `tierd` policy's own cost by host size: one pass timed on synthetic hosts of
+    /// 8 tenants up to 64 GiB each, in seconds. Writes pass.json and pass.md to --out.
+    Pass(bench::PassArgs),
 }
 
 fn main() {
@@ -131,5 +134,6 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Latency(a) => a.run(),
         Cmd::Huge(a) => a.run(),
         Cmd::Engine(a) => a.run(),
+        Cmd::Pass(a) => a.run(),
     }
 }
