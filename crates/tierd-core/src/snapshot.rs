@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::tenant::TenantSpec;
 
 /// A virtual address range of one process of a tenant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Range {
     pub pid: u32,
     pub start: u64,

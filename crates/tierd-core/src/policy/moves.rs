@@ -7,6 +7,8 @@
 //! relayout rewrites a resting tenant's scattered working set in runs while the tier is
 //! idle, so its wake-up reads it at sequential speed.
 
+use std::collections::HashSet;
+
 use crate::snapshot::{Range, Region, TenantView};
 
 /// The regions a tenant was working on when it last went to rest: those it reused
@@ -14,12 +16,19 @@ use crate::snapshot::{Range, Region, TenantView};
 /// ends at its most recent reuse of a region it still has on the tier. Reuse, not any
 /// touch: memory only filled, or read back by tierd's own prefetch, is not worked on.
 pub fn working_set(t: &TenantView, window: f64) -> impl Iterator<Item = &Region> {
+    let member = in_working_set(t, window);
+    t.regions.iter().filter(move |r| member(r))
+}
+
+/// Whether a region of `t` is in its [`working_set`]: the anchor is found once, so a
+/// caller asks per region in constant time rather than searching a collected set.
+pub fn in_working_set(t: &TenantView, window: f64) -> impl Fn(&Region) -> bool + use<> {
     let rested_lately = t.at_rest_secs.is_some() || t.since_rest_secs.is_some_and(|s| s <= 4.0 * window);
     let anchor = t
         .rest_began_secs
         .filter(|_| rested_lately)
         .or_else(|| t.regions.iter().filter(|r| r.tier_bytes > 0).filter_map(|r| r.reused_secs).reduce(f64::min));
-    t.regions.iter().filter(move |r| anchor.is_some_and(|a| r.reused_secs.is_some_and(|s| s <= a + window)))
+    move |r| anchor.is_some_and(|a| r.reused_secs.is_some_and(|s| s <= a + window))
 }
 
 /// Bytes of its working set a tenant holds in DRAM.
@@ -138,9 +147,10 @@ pub fn coldest(regions: &[Region], min_idle: f64, evidence: u32, budget: u64) ->
 /// part already and not known to lie in runs; most recently reused first, up to
 /// `budget` bytes.
 pub fn relayout(t: &TenantView, window: f64, demote: &[Range], budget: u64, read_back: bool) -> Vec<Range> {
+    let demoted: HashSet<&Range> = demote.iter().collect();
     let mut ws: Vec<&Region> = working_set(t, window)
         .filter(|r| !r.laid_out)
-        .filter(|r| demote.contains(&r.range) || (worth_laying_out(r) && read_back))
+        .filter(|r| demoted.contains(&r.range) || (worth_laying_out(r) && read_back))
         .collect();
     by_recent_reuse(&mut ws);
     within(ws, budget, |r| r.range.len)
