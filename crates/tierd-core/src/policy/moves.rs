@@ -119,15 +119,20 @@ pub struct Prefetch {
 /// A region in DRAM seen idle `min_idle` with `evidence` cold samples (with none asked
 /// for, one never seen counts as idle).
 pub fn seen_idle(r: &Region, min_idle: f64, evidence: u32) -> bool {
-    let idle = r.idle_secs.or((evidence == 0).then_some(f64::MAX));
-    r.dram_bytes > 0 && r.cold_samples >= evidence && idle.is_some_and(|s| s >= min_idle)
+    r.dram_bytes > 0 && r.cold_samples >= evidence && idle_for(r, evidence).is_some_and(|s| s >= min_idle)
+}
+
+/// How long a region lay idle, where one never seen counts as idle for ever when no
+/// evidence is asked for.
+fn idle_for(r: &Region, evidence: u32) -> Option<f64> {
+    r.idle_secs.or((evidence == 0).then_some(f64::MAX))
 }
 
 /// Regions to demote whole: those holding DRAM, idle at least `min_idle` seconds with
 /// `evidence` unreturned samples (with none asked for, regions never seen touched are
 /// the coldest of all); coldest first, up to `budget` bytes.
 pub fn coldest(regions: &[Region], min_idle: f64, evidence: u32, budget: u64) -> Vec<Range> {
-    let idle = |r: &Region| r.idle_secs.or((evidence == 0).then_some(f64::MAX));
+    let idle = |r: &Region| idle_for(r, evidence);
     let mut cold: Vec<&Region> = regions.iter().filter(|r| seen_idle(r, min_idle, evidence)).collect();
     cold.sort_by(|a, b| idle(b).unwrap_or(0.0).total_cmp(&idle(a).unwrap_or(0.0)));
     let mut out = Vec::new();

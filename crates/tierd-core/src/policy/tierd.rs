@@ -425,13 +425,12 @@ fn cold_regions<'a>(states: &[State<'a>], window: f64, min_idle: f64) -> Vec<(us
     for (i, s) in states.iter().enumerate() {
         // Resting or just woken, its working set is what it touches next, however long
         // it lay idle.
-        let keeps_working_set = !s.working || s.woke_within(window);
-        let in_ws = moves::in_working_set(s.view, window);
+        let in_ws = (!s.working || s.woke_within(window)).then(|| moves::in_working_set(s.view, window));
         // A thrashing tenant's own memory idle less than a window is no room for it or
         // another thrashing one: it reuses it as soon (a sweep would demote what it just
         // swept to read back what it sweeps next).
         let idle = if s.thrashing() { window } else { min_idle };
-        let candidate = |r: &&Region| moves::seen_idle(r, idle, 1) && !(keeps_working_set && in_ws(r));
+        let candidate = |r: &&Region| moves::seen_idle(r, idle, 1) && !in_ws.as_ref().is_some_and(|kept| kept(r));
         cold.extend(s.view.regions.iter().filter(candidate).map(|r| (i, r)));
     }
     cold.sort_by(|a, b| b.1.idle_secs.unwrap_or(0.0).total_cmp(&a.1.idle_secs.unwrap_or(0.0)));
