@@ -66,12 +66,24 @@ pub fn demote(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
     Moved { advise, bytes, scan_errors: 0 }
 }
 
-/// Pages out exactly the given ranges (the policy chose them).
-pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)]) -> Moved {
-    let bytes = ranges.iter().map(|r| r.1).sum();
-    let advise = pidfd.advise(Advice::PageOut, ranges);
-    crate::crash_point!("demote");
-    Moved { advise, bytes, scan_errors: 0 }
+/// Bytes asked for per `MADV_PAGEOUT` call while demoting; a demotion's deadline is
+/// checked between calls. A call returns once the device has taken its writes: on an
+/// emulated disk at 3 MiB/s one call for 122 MiB held the control loop and the API 41 s.
+const DEMOTE_BATCH: u64 = 4 << 20;
+
+/// Pages out the given ranges (the policy chose them), in order, asking for no more once
+/// `until` has passed: the rest stay resident for the next pass to choose again.
+pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)], until: Option<Instant>) -> Moved {
+    let mut m = Moved::default();
+    for batch in batches(ranges, DEMOTE_BATCH) {
+        if until.is_some_and(|u| Instant::now() >= u) {
+            break;
+        }
+        add_advice(&mut m.advise, pidfd.advise(Advice::PageOut, &batch));
+        crate::crash_point!("demote");
+        m.bytes += batch.iter().map(|r| r.1).sum::<u64>();
+    }
+    m
 }
 
 /// Starts reading up to `limit` bytes of the process's swapped pages back (`MADV_WILLNEED`).
@@ -363,6 +375,21 @@ mod tests {
         assert_eq!(covered(&[4096, 0, 8192, 4096], 8192), 2);
         assert_eq!(covered(&[4096, 8192], 0), 0);
         assert_eq!(covered(&[0, 0], 0), 2, "nothing to read is read");
+    }
+
+    #[test]
+    fn a_demotion_asks_in_batches_and_none_after_its_deadline() {
+        // This process's own memory: with no swap the kernel keeps the pages, and
+        // with swap they come back on the next touch.
+        let me = Pidfd::open(std::process::id()).unwrap();
+        let buf = vec![3u8; 12 << 20];
+        let start = (buf.as_ptr() as u64).div_ceil(HUGE) * HUGE;
+        let ranges = [(start, 2 * DEMOTE_BATCH)];
+        let all = demote_ranges(&me, &ranges, None);
+        assert_eq!((all.bytes, all.advise.calls, all.advise.errors), (2 * DEMOTE_BATCH, 2, 0), "{all:?}");
+        let late = demote_ranges(&me, &ranges, Some(Instant::now()));
+        assert_eq!((late.bytes, late.advise.calls), (0, 0), "past its deadline it asks for nothing: {late:?}");
+        assert!(buf.iter().all(|&b| b == 3));
     }
 
     fn region(start: u64, end: u64, categories: u64) -> PageRegion {

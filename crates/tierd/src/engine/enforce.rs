@@ -302,8 +302,8 @@ impl Engine {
         // still on the tier an interval later was evicted again and is asked for again.
         let interval = self.cfg.interval.as_secs_f64();
         t.layout.prefetched.retain(|_, at| now - *at < interval * 0.9);
-        // A prefetch may hold the loop for one interval at most; what it did not get to
-        // is asked for again at the next.
+        // A demotion or prefetch may hold the loop (and the API) for one interval at
+        // most; what it did not get to is planned again at the next.
         let until = Instant::now() + self.cfg.interval;
         let relayout_until = self.relayout_until;
         let fresh: Vec<Range> =
@@ -329,7 +329,7 @@ impl Engine {
             // out) goes to the tier the ordinary way.
             let ranges: Vec<(u64, u64)> = mine(&tp.demote).into_iter().filter(|r| !paged.contains(r)).collect();
             if !ranges.is_empty() {
-                let m = mover::demote_ranges(p, &ranges);
+                let m = mover::demote_ranges(p, &ranges, Some(until));
                 done.demoted += m.advise.bytes;
                 failed.push(("process_madvise MADV_PAGEOUT", m.advise));
             }
