@@ -796,13 +796,8 @@ const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
 ];
 
 /// Tests of [`KERNEL_TESTS_IN_GUESTS`] left out on one series, and why: each is an open
-/// problem in the issues, run there by hand with TIERD_GUEST_KERNEL_TESTS.
-const NOT_IN_GUEST: &[(&str, &str, &str)] = &[(
-    "6.1",
-    "memory_charged_before_attach_is_counted_and_tiered",
-    "after a demotion of 108-128 MiB the tenant's tier stayed under 96 MiB in 3 of 3 runs on 2026-12-05 \
-     (at 009342a too, which passed in CI that morning); cause not found",
-)];
+/// problem in the issues, run there by hand with TIERD_GUEST_KERNEL_TESTS. None today.
+const NOT_IN_GUEST: &[(&str, &str, &str)] = &[];
 
 /// The kernel-test guest's DRAM: more than the largest budget a test asks for (1 GiB).
 const KERNEL_TESTS_GUEST_MIB: u64 = 1536;

@@ -81,15 +81,22 @@ pub fn alive(pid: u32) -> bool {
 
 /// Waits until `f` holds, at most `timeout` times [`time_scale`].
 pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let timeout = timeout.mul_f64(time_scale());
-    let end = Instant::now() + timeout;
+    if poll_until(timeout, || f().then_some(())).is_none() {
+        panic!("timed out after {:?} waiting for {what}", timeout.mul_f64(time_scale()));
+    }
+}
+
+/// The first value `f` gives, polled for at most `timeout` times [`time_scale`];
+/// `None` if it gave none by then.
+pub fn poll_until<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + timeout.mul_f64(time_scale());
     while Instant::now() < end {
-        if f() {
-            return;
+        if let Some(v) = f() {
+            return Some(v);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    panic!("timed out after {timeout:?} waiting for {what}");
+    None
 }
 
 /// How much slower than this host's CPU the tests run: `TIERD_TEST_TIME_SCALE`, which
