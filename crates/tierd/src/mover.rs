@@ -75,15 +75,30 @@ const DEMOTE_BATCH: u64 = 4 << 20;
 /// `until` has passed: the rest stay resident for the next pass to choose again.
 pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)], until: Option<Instant>) -> Moved {
     let mut m = Moved::default();
-    for batch in batches(ranges, DEMOTE_BATCH) {
+    advise_until(pidfd, Advice::PageOut, batches(ranges, DEMOTE_BATCH), until, &mut m, |_, _| {
+        crate::crash_point!("demote");
+    });
+    m
+}
+
+/// `advice` on each batch in turn, counted in `m`, then `after` the batch; none
+/// started once `until` has passed.
+fn advise_until(
+    pidfd: &Pidfd,
+    advice: Advice,
+    batches: Vec<Vec<(u64, u64)>>,
+    until: Option<Instant>,
+    m: &mut Moved,
+    mut after: impl FnMut(Vec<(u64, u64)>, &mut Moved),
+) {
+    for batch in batches {
         if until.is_some_and(|u| Instant::now() >= u) {
             break;
         }
-        add_advice(&mut m.advise, pidfd.advise(Advice::PageOut, &batch));
-        crate::crash_point!("demote");
+        add_advice(&mut m.advise, pidfd.advise(advice, &batch));
         m.bytes += batch.iter().map(|r| r.1).sum::<u64>();
+        after(batch, m);
     }
-    m
 }
 
 /// Starts reading up to `limit` bytes of the process's swapped pages back (`MADV_WILLNEED`).
@@ -151,17 +166,12 @@ fn read_in(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], scan_errors: u64
         Err(_) => m.advise.errors += 1,
     };
     let mut in_flight: Option<Vec<(u64, u64)>> = None;
-    for batch in batches(ranges, PREFETCH_BATCH) {
-        if until.is_some_and(|u| Instant::now() >= u) {
-            break;
-        }
-        add_advice(&mut m.advise, pidfd.advise(Advice::WillNeed, &batch));
+    advise_until(pidfd, Advice::WillNeed, batches(ranges, PREFETCH_BATCH), until, &mut m, |batch, m| {
         crate::crash_point!("prefetch");
-        m.bytes += batch.iter().map(|r| r.1).sum::<u64>();
         if let Some(prev) = in_flight.replace(batch) {
-            map(&prev, &mut m);
+            map(&prev, m);
         }
-    }
+    });
     if let Some(last) = in_flight {
         map(&last, &mut m);
     }
