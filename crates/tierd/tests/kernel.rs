@@ -376,8 +376,10 @@ fn memory_charged_before_attach_is_counted_and_tiered() {
     wait_for("the workload to fill before it is attached", Duration::from_secs(60), || output().contains("\"phase\""));
     d.ctl(&["attach", &old.id().to_string(), "--name", "old", "--size", &format!("{}M", size / MIB)]);
     let t = d.tenant("old");
-    assert!(u(&t["charged_elsewhere_bytes"]) >= size * 3 / 4, "its charges stayed behind: {t:#}");
-    assert!(u(&t["dram_bytes"]) >= size * 3 / 4, "and count as its DRAM: {t:#}");
+    // What the tracker's samples have paged out by now is on the tier.
+    let elsewhere = u(&t["charged_elsewhere_bytes"]);
+    assert!(elsewhere + u(&t["tier_bytes"]) >= size * 3 / 4, "its charges stayed behind: {t:#}");
+    assert!(elsewhere >= size / 2 && u(&t["dram_bytes"]) >= elsewhere, "and count as its DRAM: {t:#}");
     let explain = d.ctl(&["explain", "old"]);
     assert!(explain.contains("stays charged to its old cgroup"), "{explain}");
     // A window for tierd to see the cold regions, then the demotion, within the phase.
