@@ -362,11 +362,11 @@ fn memory_charged_before_attach_is_counted_and_tiered() {
     // kernel's reclaim (and only tierd's demotion can reach these pages).
     // Sizes shrink in the emulated guests, whose tier disk takes a few MiB/s.
     let (budget, size, hot, tiered) = (scaled(256 * MIB), scaled(384 * MIB), scaled(32 * MIB), scaled(96 * MIB));
-    let budget = format!("{}M", budget / MIB);
-    let mut d = Daemon::start(&["--dram-budget", &budget, "--ratio", "2", "--interval", "1s", "--window", "16s"]);
+    let mut d =
+        Daemon::start(&["--dram-budget", &budget.to_string(), "--ratio", "2", "--interval", "1s", "--window", "16s"]);
     let out = d.state_dir().join("old.out");
     let mut old = Command::new(bench_bin())
-        .args(["workload", "--size", &format!("{}M", size / MIB), "--hot", &format!("{}M", hot / MIB)])
+        .args(["workload", "--size", &size.to_string(), "--hot", &hot.to_string()])
         .args(["--phase", "active:60s", "--json", "--report", "5s"])
         .stdout(std::fs::File::create(&out).unwrap())
         .spawn()
@@ -374,7 +374,7 @@ fn memory_charged_before_attach_is_counted_and_tiered() {
     d.tenant_pids.push(old.id());
     let output = || std::fs::read_to_string(&out).unwrap_or_default();
     wait_for("the workload to fill before it is attached", Duration::from_secs(60), || output().contains("\"phase\""));
-    d.ctl(&["attach", &old.id().to_string(), "--name", "old", "--size", &format!("{}M", size / MIB)]);
+    d.ctl(&["attach", &old.id().to_string(), "--name", "old", "--size", &size.to_string()]);
     let t = d.tenant("old");
     // What the tracker's samples have paged out by now is on the tier.
     let elsewhere = u(&t["charged_elsewhere_bytes"]);
