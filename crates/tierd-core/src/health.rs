@@ -68,6 +68,32 @@ pub fn tier_fill(used: u64, size: u64) -> Colour {
     band(used as f64 * 100.0 / size as f64, 80.0, 95.0)
 }
 
+/// tierd busy with one piece of work (a pass, a request) for `busy_secs`: below 3
+/// intervals green, up to 12 yellow, beyond red. Page moves stop at one interval, so a
+/// pass thrice as long waits on something that hangs (a stuck device, a blocked write).
+pub fn engine_busy(busy_secs: f64, interval_secs: f64) -> Colour {
+    band(busy_secs / interval_secs.max(0.001), 3.0, 12.0)
+}
+
+/// The check for [`engine_busy`], said only when it is not green.
+pub fn engine_busy_check(doing: &str, busy_secs: f64, interval_secs: f64) -> Option<Check> {
+    let colour = engine_busy(busy_secs, interval_secs);
+    (colour != Colour::Green).then(|| {
+        check(
+            "engine",
+            colour,
+            format!(
+                "tierd has been busy with {doing} for {busy_secs:.0} s ({:.0} intervals): its control loop \
+                 waits, and these figures are the last pass's",
+                busy_secs / interval_secs.max(0.001)
+            ),
+            "`tierctl events` names the slow step; a tier device that takes seconds per request makes every \
+             page move slow (see tier_read_latency), and a process stuck in the kernel shows in \
+             /proc/PID/stack of tierd's threads",
+        )
+    })
+}
+
 /// What the host-wide checks look at.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostFigures {
@@ -315,6 +341,19 @@ mod tests {
         let h = HostFigures { tier_read_latency: Some(P99(9_000.0)), ..HostFigures::default() };
         let c = checks(&h).into_iter().find(|c| c.name == "tier_read_latency").unwrap();
         assert_eq!((c.colour, c.message.as_str()), (Colour::Red, "tier read latency p99 9000 µs"));
+    }
+
+    #[test]
+    fn a_pass_past_three_intervals_is_yellow_and_past_twelve_red() {
+        assert_eq!(engine_busy(29.0, 10.0), Colour::Green);
+        assert_eq!(engine_busy(30.0, 10.0), Colour::Yellow);
+        assert_eq!(engine_busy(120.0, 10.0), Colour::Yellow);
+        assert_eq!(engine_busy(121.0, 10.0), Colour::Red);
+        assert_eq!(engine_busy_check("a control-loop pass", 2.0, 1.0), None, "green is not said");
+        let c = engine_busy_check("a control-loop pass", 40.0, 2.0).unwrap();
+        assert_eq!((c.name.as_str(), c.colour), ("engine", Colour::Red));
+        assert!(c.message.contains("busy with a control-loop pass for 40 s (20 intervals)"), "{}", c.message);
+        assert!(c.advice.is_some());
     }
 
     #[test]

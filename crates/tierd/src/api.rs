@@ -99,6 +99,14 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The request's name on the wire (`"demote"`), for messages.
+    pub fn op(&self) -> String {
+        let wire = serde_json::to_value(self).unwrap_or_default();
+        wire["op"].as_str().unwrap_or("unknown").to_string()
+    }
+}
+
 /// The daemon's answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Response {
@@ -163,7 +171,22 @@ pub struct Status {
     pub http_address: Option<String>,
     #[serde(default)]
     pub uptime_secs: f64,
+    /// Set when tierd was busy and answered with the status it last posted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy: Option<Busy>,
     pub tenants: Vec<TenantStatus>,
+}
+
+/// What kept tierd's engine when a status was asked for: the answer is then the status
+/// the last pass (or request) posted, so a reader never waits on a long pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Busy {
+    /// What holds the engine: "a control-loop pass", "a `demote` request", ...
+    pub doing: String,
+    /// How long it has held it.
+    pub for_secs: f64,
+    /// How old the figures in this status are.
+    pub figures_age_secs: f64,
 }
 
 impl Status {

@@ -1,6 +1,7 @@
 //! The event log: decisions, warnings and errors, kept in memory and echoed to stderr.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::api::Event;
@@ -12,10 +13,11 @@ pub fn now_secs() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-/// A bounded log of recent events.
-#[derive(Debug, Default)]
+/// A bounded log of recent events. Clones share the log, so the API reads it while a
+/// control-loop pass holds the engine.
+#[derive(Debug, Default, Clone)]
 pub struct Events {
-    log: VecDeque<Event>,
+    log: Arc<Mutex<VecDeque<Event>>>,
     /// Echo events to stderr (the daemon does; tests of the engine need not).
     pub echo: bool,
 }
@@ -35,10 +37,11 @@ impl Events {
             let at = UNIX_EPOCH + std::time::Duration::from_secs_f64(e.time);
             eprintln!("tierd: {} {}{who}: {}", humantime::format_rfc3339_millis(at), e.level, e.message);
         }
-        if self.log.len() == KEPT {
-            self.log.pop_front();
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if log.len() == KEPT {
+            log.pop_front();
         }
-        self.log.push_back(e);
+        log.push_back(e);
     }
 
     pub fn info(&mut self, tenant: Option<&str>, message: impl Into<String>) {
@@ -54,7 +57,8 @@ impl Events {
     }
 
     pub fn recent(&self, n: usize) -> Vec<Event> {
-        self.log.iter().rev().take(n).rev().cloned().collect()
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.iter().rev().take(n).rev().cloned().collect()
     }
 }
 

@@ -3,6 +3,7 @@
 //! enough to keep: 50 tenants for an hour is about 2 MB.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
@@ -82,10 +83,11 @@ impl Point {
     }
 }
 
-/// A ring of points at a fixed resolution.
+/// A ring of points at a fixed resolution. Clones share the ring, so the API reads it
+/// while a control-loop pass holds the engine.
 #[derive(Debug, Clone)]
 pub struct History {
-    points: VecDeque<Point>,
+    points: Arc<Mutex<VecDeque<Point>>>,
     resolution: f64,
     keep: usize,
 }
@@ -98,33 +100,39 @@ impl Default for History {
 
 impl History {
     pub fn new(resolution: f64, keep: usize) -> History {
-        History { points: VecDeque::with_capacity(keep.min(4096)), resolution, keep: keep.max(1) }
+        let points = Arc::new(Mutex::new(VecDeque::with_capacity(keep.min(4096))));
+        History { points, resolution, keep: keep.max(1) }
+    }
+
+    fn points(&self) -> MutexGuard<'_, VecDeque<Point>> {
+        self.points.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Is a point due at `now`? (Slightly early counts: the control loop's ticks jitter.)
     pub fn due(&self, now: f64) -> bool {
-        self.points.back().is_none_or(|p| now - p.time >= self.resolution * 0.95)
+        self.points().back().is_none_or(|p| now - p.time >= self.resolution * 0.95)
     }
 
     /// Adds a point, dropping the oldest beyond the hour.
     pub fn record(&mut self, p: Point) {
-        self.points.push_back(p);
-        while self.points.len() > self.keep {
-            self.points.pop_front();
+        let mut points = self.points();
+        points.push_back(p);
+        while points.len() > self.keep {
+            points.pop_front();
         }
     }
 
     /// Points after `since` (all when `None`), oldest first.
     pub fn since(&self, since: Option<f64>) -> Vec<Point> {
-        self.points.iter().filter(|p| since.is_none_or(|s| p.time > s)).cloned().collect()
+        self.points().iter().filter(|p| since.is_none_or(|s| p.time > s)).cloned().collect()
     }
 
     pub fn len(&self) -> usize {
-        self.points.len()
+        self.points().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.points.is_empty()
+        self.points().is_empty()
     }
 }
 

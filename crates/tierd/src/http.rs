@@ -4,12 +4,11 @@
 //! changes nothing, so loopback is the default and anything else must be forced.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, anyhow, bail};
 use tiny_http::{Header, Method, Request, Response, Server};
 
-use crate::engine::Engine;
+use crate::board::Shared;
 use crate::metrics;
 
 const DASHBOARD: &str = include_str!("../assets/dashboard.html");
@@ -42,11 +41,11 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<Server> {
 }
 
 /// Serves on a thread of its own; returns the bound address (so port 0 works).
-pub fn spawn(server: Server, engine: Arc<Mutex<Engine>>) -> anyhow::Result<SocketAddr> {
+pub fn spawn(server: Server, shared: Shared) -> anyhow::Result<SocketAddr> {
     let bound = server.server_addr().to_ip().ok_or_else(|| anyhow!("not an IP address"))?;
     std::thread::Builder::new().name("http".into()).spawn(move || {
         for req in server.incoming_requests() {
-            serve(req, &engine);
+            serve(req, &shared);
         }
     })?;
     Ok(bound)
@@ -56,8 +55,8 @@ fn header(name: &str, value: &str) -> Header {
     Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("static header")
 }
 
-fn serve(req: Request, engine: &Mutex<Engine>) {
-    let (status, ctype, body) = route(req.method(), req.url(), engine);
+fn serve(req: Request, shared: &Shared) {
+    let (status, ctype, body) = route(req.method(), req.url(), shared);
     let resp = Response::from_data(body)
         .with_status_code(status)
         .with_header(header("Content-Type", ctype))
@@ -66,25 +65,24 @@ fn serve(req: Request, engine: &Mutex<Engine>) {
 }
 
 /// What to answer: status code, content type, body.
-fn route(method: &Method, url: &str, engine: &Mutex<Engine>) -> (u16, &'static str, Vec<u8>) {
+fn route(method: &Method, url: &str, shared: &Shared) -> (u16, &'static str, Vec<u8>) {
     const JSON: &str = "application/json";
     if *method != Method::Get && *method != Method::Head {
         return (405, "text/plain", b"only GET\n".to_vec());
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let lock = || engine.lock().unwrap_or_else(|p| p.into_inner());
     match path {
-        "/metrics" => (200, metrics::CONTENT_TYPE, metrics::render(&lock().status()).into_bytes()),
+        "/metrics" => (200, metrics::CONTENT_TYPE, metrics::render(&shared.status()).into_bytes()),
         "/" | "/index.html" => (200, "text/html; charset=utf-8", DASHBOARD.as_bytes().to_vec()),
         "/assets/uPlot.iife.min.js" => (200, "text/javascript", UPLOT_JS.as_bytes().to_vec()),
         "/assets/uPlot.min.css" => (200, "text/css", UPLOT_CSS.as_bytes().to_vec()),
         "/grafana-tierd.json" => (200, JSON, GRAFANA.as_bytes().to_vec()),
-        "/api/status" => (200, JSON, serde_json::to_vec(&lock().status()).unwrap_or_default()),
+        "/api/status" => (200, JSON, serde_json::to_vec(&shared.status()).unwrap_or_default()),
         "/api/history" => {
             let since = query.split('&').find_map(|kv| kv.strip_prefix("since=")).and_then(|v| v.parse().ok());
-            (200, JSON, serde_json::to_vec(&lock().history.since(since)).unwrap_or_default())
+            (200, JSON, serde_json::to_vec(&shared.history(since)).unwrap_or_default())
         }
-        "/api/events" => (200, JSON, serde_json::to_vec(&lock().events.recent(200)).unwrap_or_default()),
+        "/api/events" => (200, JSON, serde_json::to_vec(&shared.events(200)).unwrap_or_default()),
         _ => (404, "text/plain", format!("no page at {path}: try / or /metrics\n").into_bytes()),
     }
 }

@@ -24,6 +24,7 @@ macro_rules! crash_point {
 }
 
 pub mod api;
+pub mod board;
 pub mod ctl;
 pub mod daemon_args;
 pub mod doctor;

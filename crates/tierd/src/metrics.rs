@@ -223,6 +223,11 @@ pub fn render(s: &Status) -> String {
     w.sample("tierd_moving_cpu_seconds_total", &[], s.moving_cpu_seconds);
     w.gauge("tierd_process_resident_memory_bytes", "tierd's own resident memory.", b(s.tierd_rss_bytes));
     w.gauge("tierd_uptime_seconds", "Seconds since tierd started.", s.uptime_secs);
+    w.gauge(
+        "tierd_engine_busy_seconds",
+        "How long one piece of work (a pass, a request) has held tierd's engine; 0 when free.",
+        s.busy.as_ref().map_or(0.0, |b| b.for_secs),
+    );
 
     tenants(&mut w, &s.tenants);
     w.out
@@ -396,6 +401,7 @@ pub(crate) mod tests {
             }],
             http_address: None,
             uptime_secs: 3.0,
+            busy: None,
             tenants: vec![tenant("db", "running"), tenant("gone", "exited")],
         }
     }

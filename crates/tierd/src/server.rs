@@ -1,16 +1,17 @@
-//! The API server: a Unix socket readable by root only, one thread per connection,
-//! each request run against the engine under its lock. The socket's mode is the first
+//! The API server: a Unix socket readable by root only, one thread per connection.
+//! Status, events and history never wait on a pass ([`crate::board`]); every other
+//! request runs against the engine under its lock. The socket's mode is the first
 //! guard; the peer's credentials (`SO_PEERCRED`) the second, should the mode be widened.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, bail};
 
 use crate::api::{Request, Response};
+use crate::board::Shared;
 use crate::engine::Engine;
 
 /// The largest request line: the biggest real one (a `run` with a long argv) is a few KiB.
@@ -35,20 +36,17 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
 }
 
 /// Serves requests until the process ends.
-pub fn serve(listener: UnixListener, engine: Arc<Mutex<Engine>>) {
+pub fn serve(listener: UnixListener, shared: Shared) {
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        let engine = Arc::clone(&engine);
-        std::thread::spawn(move || handle(conn, &engine));
+        let shared = shared.clone();
+        std::thread::spawn(move || handle(conn, &shared));
     }
 }
 
-fn handle(conn: UnixStream, engine: &Mutex<Engine>) {
+fn handle(conn: UnixStream, shared: &Shared) {
     let resp = match read_request(&conn) {
-        Ok(req) => {
-            let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
-            dispatch(&mut e, req)
-        }
+        Ok(req) => answer(shared, req),
         Err(why) => Response::err(why),
     };
     let mut out = serde_json::to_string(&resp).unwrap_or_else(|_| r#"{"ok":false,"error":"unserializable"}"#.into());
@@ -73,8 +71,23 @@ fn read_request(conn: &UnixStream) -> Result<Request, String> {
     serde_json::from_str::<Request>(&line).map_err(|e| format!("bad request: {e}"))
 }
 
-/// Runs one request.
-pub fn dispatch(e: &mut Engine, req: Request) -> Response {
+/// Answers one request: a reader from the board when a pass holds the engine, the
+/// rest on the engine, the status posted after them for readers to see their effect.
+pub fn answer(shared: &Shared, req: Request) -> Response {
+    match req {
+        Request::Status => Response::ok(shared.status()),
+        Request::Events => Response::ok(shared.events(200)),
+        Request::History { since } => Response::ok(shared.history(since)),
+        req => shared.work(format!("a `{}` request", req.op()), |e| {
+            let resp = dispatch(e, req);
+            e.post_status();
+            resp
+        }),
+    }
+}
+
+/// Runs one request on the engine.
+fn dispatch(e: &mut Engine, req: Request) -> Response {
     let r: anyhow::Result<serde_json::Value> = (|| {
         Ok(match req {
             Request::Status => serde_json::to_value(e.status())?,

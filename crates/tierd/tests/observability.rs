@@ -147,6 +147,53 @@ fn metrics_move_with_a_real_tenant() {
     assert_eq!(code, 404);
 }
 
+/// A pass that hangs (the failpoints build sleeps 4 s at the start of every pass, as a
+/// page move on a stuck device would) holds tierd's engine; status, health, metrics and
+/// events still answer at once, say what holds the engine, and show a new tenant.
+#[test]
+fn status_and_metrics_answer_while_a_pass_hangs() {
+    let _g = serial();
+    if failpoints_bin().is_none() {
+        return;
+    }
+    let args = ["--dram-budget", "128M", "--policy", "static", "--interval", "1s", "--http", "127.0.0.1:0"];
+    let mut d = Daemon::start_with(&args, Some("pass=sleep(4000)"));
+    let addr = d.status()["http_address"].as_str().expect("status shows the HTTP address").to_string();
+    // A request that changes something waits its turn, and its effect is posted.
+    d.ctl(&["run", "--name", "w", "--size", "16M", "--", "sleep", "600"]);
+    let mut slowest = Duration::ZERO;
+    let mut held = None;
+    let end = Instant::now() + Duration::from_secs(20);
+    while held.is_none() && Instant::now() < end {
+        let asked = Instant::now();
+        let s = d.status();
+        slowest = slowest.max(asked.elapsed());
+        assert!(find_tenant(&s, "w").is_some(), "the tenant run is shown: {s:#}");
+        let busy_for = s["busy"]["for_secs"].as_f64().unwrap_or(0.0);
+        if busy_for >= 3.2 {
+            held = Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let s = held.unwrap_or_else(|| panic!("never answered during a pass held 3 s: {}", d.log()));
+    assert!(slowest < Duration::from_secs(2), "a status took {slowest:?}: it waited for the pass");
+    assert_eq!(s["busy"]["doing"], "a control-loop pass", "{:#}", s["busy"]);
+    let engine = s["health"].as_array().unwrap().iter().find(|c| c["name"] == "engine").expect("an engine check");
+    assert_eq!(engine["colour"], "yellow", "held past 3 intervals of 1 s: {engine}");
+    let asked = Instant::now();
+    let (code, page) = get(&addr, "/metrics");
+    assert_eq!(code, 200);
+    assert!(asked.elapsed() < Duration::from_secs(2), "/metrics took {:?}", asked.elapsed());
+    assert!(metric(&page, "tierd_tenants") == Some(1.0), "{page}");
+    assert!(metric(&page, "tierd_engine_busy_seconds").is_some(), "{page}");
+    let asked = Instant::now();
+    let events = d.ctl(&["events"]);
+    assert!(asked.elapsed() < Duration::from_secs(2), "events took {:?}", asked.elapsed());
+    assert!(events.contains("started `sleep 600`"), "{events}");
+    d.ctl(&["stop", "w"]);
+    assert!(d.stop().success(), "{}", d.log());
+}
+
 #[test]
 fn http_refuses_a_non_loopback_address_unless_forced() {
     let out = Command::new(tierd_bin()).args(["--http", "0.0.0.0:9464", "--check"]).output().unwrap();

@@ -1,12 +1,13 @@
 //! `tierd`: the tiering daemon. Runs in the foreground; SIGTERM or Ctrl-C stops it
 //! cleanly (limits lifted, tier swapped off and removed, tenants left running).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
+use tierd::board::Shared;
 use tierd::daemon_args::Args;
 use tierd::engine::Engine;
 use tierd_core::config::{RawConfig, SAMPLE_CONFIG};
@@ -99,26 +100,26 @@ fn run() -> anyhow::Result<()> {
     let socket = cfg.socket.clone();
     let interval = cfg.interval;
     let engine = match Engine::start(cfg, true) {
-        Ok(e) => Arc::new(Mutex::new(e)),
+        Ok(e) => Shared::new(e),
         Err(e) => {
             let _ = std::fs::remove_file(&socket);
             return Err(e);
         }
     };
-    announce(&engine.lock().unwrap_or_else(|p| p.into_inner()), interval, &socket);
+    announce(&engine.lock(), interval, &socket);
     // The HTTP address goes into the status before the socket answers, so a client that
     // reaches tierd never reads a status without it.
     if let Some(server) = http {
-        let bound = tierd::http::spawn(server, Arc::clone(&engine))?;
+        let bound = tierd::http::spawn(server, engine.clone())?;
         eprintln!("tierd: dashboard at http://{bound}/, metrics at http://{bound}/metrics");
-        engine.lock().unwrap_or_else(|p| p.into_inner()).http_address = Some(bound.to_string());
+        engine.lock().http_address = Some(bound.to_string());
     }
-    let served = Arc::clone(&engine);
+    let served = engine.clone();
     std::thread::spawn(move || tierd::server::serve(listener, served));
 
     control_loop(&engine, interval, &stop);
     eprintln!("tierd: stopping");
-    engine.lock().unwrap_or_else(|p| p.into_inner()).shutdown();
+    engine.lock().shutdown();
     let _ = std::fs::remove_file(&socket);
     eprintln!("tierd: stopped");
     Ok(())
@@ -141,7 +142,7 @@ fn announce(e: &Engine, interval: Duration, socket: &std::path::Path) {
 }
 
 /// A pass each interval, and the half-second watch between them, until `stop`.
-fn control_loop(engine: &Mutex<Engine>, interval: Duration, stop: &AtomicBool) {
+fn control_loop(engine: &Shared, interval: Duration, stop: &AtomicBool) {
     let mut next = Instant::now() + interval;
     let mut next_watch = Instant::now() + WATCH;
     while !stop.load(Ordering::Relaxed) {
@@ -150,19 +151,20 @@ fn control_loop(engine: &Mutex<Engine>, interval: Duration, stop: &AtomicBool) {
         let mut early = false;
         if Instant::now() >= next_watch {
             next_watch = Instant::now() + WATCH;
-            let mut e = engine.lock().unwrap_or_else(|p| p.into_inner());
-            e.release_waiters();
-            early = e.fault_watch();
+            early = engine.work("the half-second watch", |e| {
+                e.release_waiters();
+                e.fault_watch()
+            });
         }
         // Sampling keeps its cadence: a pass between intervals only plans.
         if Instant::now() >= next {
-            engine.lock().unwrap_or_else(|p| p.into_inner()).tick();
+            engine.work("a control-loop pass", Engine::tick);
             next += interval;
             if next < Instant::now() {
                 next = Instant::now() + interval;
             }
         } else if early {
-            engine.lock().unwrap_or_else(|p| p.into_inner()).tick_early();
+            engine.work("an early control-loop pass", Engine::tick_early);
         }
     }
 }

@@ -92,6 +92,9 @@ pub fn print_status(s: &Status) {
         s.active_health
     );
     println!("{}", tier_line(&s.tier));
+    if let Some(b) = &s.busy {
+        println!("busy   with {} for {:.1} s: these figures are {:.1} s old", b.doing, b.for_secs, b.figures_age_secs);
+    }
     println!(
         "commit {} of {} (ratio 1:{}), overcommit {:.2}x   tierd cpu {:.1}%  rss {}",
         human(s.committed_bytes),

@@ -18,7 +18,7 @@ mod adopt;
 mod drive;
 mod enforce;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 mod lifecycle;
 mod measure;
 mod read_trace;
@@ -140,6 +140,8 @@ pub struct Engine {
     drive: Option<drive::DriveWatch>,
     /// The tier's reads, sampled request by request, and why not where they cannot be.
     read_trace: ReadTrace,
+    /// What the API answers from while a pass holds the engine.
+    board: Arc<crate::board::Board>,
     _lock: File,
 }
 
@@ -154,7 +156,10 @@ impl Engine {
         kernel_log: Option<tierd_sys::kmsg::KernelLog>,
         lock: File,
     ) -> Engine {
+        let history = History::default();
+        let board = Arc::new(crate::board::Board::new(cfg.interval, events.clone(), history.clone()));
         Engine {
+            board,
             cfg,
             proc,
             cg,
@@ -172,7 +177,7 @@ impl Engine {
             notes: Vec::new(),
             note_kinds: Vec::new(),
             quotas_in_force: None,
-            history: History::default(),
+            history,
             started: Instant::now(),
             http_address: None,
             tier_room_warned: false,
@@ -261,12 +266,23 @@ impl Engine {
         }
         self.enforce(&plan);
         self.last_snapshot = Some(snap);
+        // Just measured: no need for `status()` to measure again.
+        let st = self.status_as_measured();
         let now = now_secs();
         if self.history.due(now) {
-            // Just measured: no need for `status()` to measure again.
-            let st = self.status_as_measured();
             self.history.record(Point::from_status(&st, now));
         }
+        self.board.post(st);
+    }
+
+    /// Where the engine posts its status for readers that cannot wait for it.
+    pub fn board(&self) -> Arc<crate::board::Board> {
+        Arc::clone(&self.board)
+    }
+
+    /// Posts the status as last measured (after a request changed the tenants).
+    pub fn post_status(&self) {
+        self.board.post(self.status_as_measured());
     }
 }
 

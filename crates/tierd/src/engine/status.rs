@@ -8,7 +8,9 @@ impl Engine {
     pub fn status(&mut self) -> Status {
         self.reap();
         self.measure(false);
-        self.status_as_measured()
+        let st = self.status_as_measured();
+        self.board.post(st.clone());
+        st
     }
 
     /// The status from the last measurement.
@@ -44,6 +46,7 @@ impl Engine {
             health,
             http_address: self.http_address.clone(),
             uptime_secs: self.started.elapsed().as_secs_f64(),
+            busy: None,
             tenants,
         }
     }
