@@ -280,9 +280,10 @@ impl Engine {
         Arc::clone(&self.board)
     }
 
-    /// Posts the status as last measured (after a request changed the tenants).
-    pub fn post_status(&self) {
-        self.board.post(self.status_as_measured());
+    /// Measures and posts the status after a request changed tenants or their pages, so
+    /// a reader answered from the board during the next pass sees what it did.
+    pub fn post_status(&mut self) {
+        self.status();
     }
 }
 
