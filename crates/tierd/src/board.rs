@@ -57,7 +57,7 @@ impl Board {
     fn busy_status(&self) -> Option<Status> {
         let posted = self.posted();
         let (status, at) = posted.status.as_ref()?;
-        // Held by something unmarked (start-up, a reader measuring): as old as the figures.
+        // Held by something unmarked (start-up, shutdown): as old as the figures.
         let (doing, since) = posted.busy.clone().unwrap_or_else(|| ("other work".into(), *at));
         let busy =
             Busy { doing, for_secs: since.elapsed().as_secs_f64(), figures_age_secs: at.elapsed().as_secs_f64() };
@@ -106,6 +106,7 @@ impl Shared {
     /// A fresh status when the engine is free within [`READER_WAIT`], else the posted one.
     pub fn status(&self) -> Status {
         if let Some(mut e) = self.try_lock_for(READER_WAIT) {
+            let _mark = self.board.mark("a status request".into());
             return e.status();
         }
         self.board.busy_status().unwrap_or_else(|| self.lock().status())
