@@ -57,7 +57,7 @@ impl Board {
     fn busy_status(&self) -> Option<Status> {
         let posted = self.posted();
         let (status, at) = posted.status.as_ref()?;
-        // Held by something unmarked (start-up, shutdown): as old as the figures.
+        // Every holder marks its work; should one not, it is as old as the figures.
         let (doing, since) = posted.busy.clone().unwrap_or_else(|| ("other work".into(), *at));
         let busy =
             Busy { doing, for_secs: since.elapsed().as_secs_f64(), figures_age_secs: at.elapsed().as_secs_f64() };
@@ -93,8 +93,7 @@ impl Shared {
         Shared { engine: Arc::new(Mutex::new(engine)), board }
     }
 
-    /// The engine's lock, for what is short and rare (start-up, shutdown).
-    pub fn lock(&self) -> MutexGuard<'_, Engine> {
+    fn lock(&self) -> MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -90,7 +90,9 @@ pub fn answer(shared: &Shared, req: Request) -> Response {
 fn dispatch(e: &mut Engine, req: Request) -> Response {
     let r: anyhow::Result<serde_json::Value> = (|| {
         Ok(match req {
-            Request::Status => serde_json::to_value(e.status())?,
+            Request::Status | Request::Events | Request::History { .. } => {
+                unreachable!("readers are answered by `answer`, from the board when the engine is busy")
+            }
             Request::Run { spec, argv, cwd } => {
                 let name = spec.name.to_string();
                 let pid = e.run(spec, argv, cwd)?;
@@ -120,8 +122,6 @@ fn dispatch(e: &mut Engine, req: Request) -> Response {
             Request::Curve { name } => serde_json::to_value(e.curve(&name)?)?,
             Request::WhatIf { budget, add } => serde_json::to_value(e.what_if(budget, &add)?)?,
             Request::DrainTier => serde_json::to_value(e.drain_tier()?)?,
-            Request::Events => serde_json::to_value(e.events.recent(200))?,
-            Request::History { since } => serde_json::to_value(e.history.since(since))?,
         })
     })();
     match r {

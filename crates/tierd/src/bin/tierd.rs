@@ -106,20 +106,21 @@ fn run() -> anyhow::Result<()> {
             return Err(e);
         }
     };
-    announce(&engine.lock(), interval, &socket);
+    engine.work("start-up", |e| announce(e, interval, &socket));
     // The HTTP address goes into the status before the socket answers, so a client that
     // reaches tierd never reads a status without it.
     if let Some(server) = http {
         let bound = tierd::http::spawn(server, engine.clone())?;
         eprintln!("tierd: dashboard at http://{bound}/, metrics at http://{bound}/metrics");
-        engine.lock().http_address = Some(bound.to_string());
+        engine.work("start-up", |e| e.http_address = Some(bound.to_string()));
     }
     let served = engine.clone();
     std::thread::spawn(move || tierd::server::serve(listener, served));
 
     control_loop(&engine, interval, &stop);
     eprintln!("tierd: stopping");
-    engine.lock().shutdown();
+    // Swapping the tier off reads it all back: readers meanwhile are told so.
+    engine.work("shutdown (lifting limits, swapping the tier off)", Engine::shutdown);
     let _ = std::fs::remove_file(&socket);
     eprintln!("tierd: stopped");
     Ok(())

@@ -266,13 +266,15 @@ impl Engine {
         }
         self.enforce(&plan);
         self.last_snapshot = Some(snap);
-        // Just measured: no need for `status()` to measure again.
-        let st = self.status_as_measured();
-        let now = now_secs();
-        if self.history.due(now) {
-            self.history.record(Point::from_status(&st, now));
+        // Just measured and snapshot: `status()` need not do either again.
+        if let Some(snap) = &self.last_snapshot {
+            let st = self.status_of(snap);
+            let now = now_secs();
+            if self.history.due(now) {
+                self.history.record(Point::from_status(&st, now));
+            }
+            self.board.post(st);
         }
-        self.board.post(st);
     }
 
     /// Where the engine posts its status for readers that cannot wait for it.

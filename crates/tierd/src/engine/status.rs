@@ -15,8 +15,13 @@ impl Engine {
 
     /// The status from the last measurement.
     pub(super) fn status_as_measured(&self) -> Status {
+        self.status_of(&self.snapshot())
+    }
+
+    /// The status from `snap`, a snapshot of the last measurement (a pass passes its
+    /// own, so it is not built twice).
+    pub(super) fn status_of(&self, snap: &Snapshot) -> Status {
         let dram_used = self.dram_used().unwrap_or(0);
-        let snap = self.snapshot();
         let active: u64 = snap.tenants.iter().filter_map(|t| t.activeness.map(|a| a.touched_bytes())).sum();
         let tenants: Vec<TenantStatus> = self.tenants.values().map(|t| self.tenant_status(t)).collect();
         let tier = self.tier_status();
