@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
-cargo build --release --locked -p tierd -p tierd-dist
+# The whole workspace, as setup.sh builds it: one package set, one feature set, so a
+# build setup.sh made is reused instead of compiled again for two of its packages.
+cargo build --release --locked --workspace
 version=$(cargo metadata --format-version 1 --no-deps | python3 -c \
   'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="tierd"))')
 arch=$(dpkg --print-architecture)

@@ -2,6 +2,9 @@
 # The test command: formatting, lints, then every test (unit, fixture and the
 # real-kernel suites, which need root and clean up their swap, cgroups and processes).
 set -euo pipefail
+# Each command with its start time, so the log says where CI's time goes.
+PS4='+ [$(date +%T)] '
+set -x
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --with-browser
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -115,7 +115,8 @@ fn boot_guest(
         let _ = stdout.read_to_end(&mut out);
         String::from_utf8_lossy(&out).to_string()
     });
-    let end = Instant::now() + timeout;
+    let started = Instant::now();
+    let end = started + timeout;
     while qemu.try_wait().unwrap().is_none() {
         if Instant::now() > end {
             let _ = qemu.kill();
@@ -124,6 +125,8 @@ fn boot_guest(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    // CI's time is mostly these guests: the log says which one costs what.
+    eprintln!("guest {check}: ran {:.0} s", started.elapsed().as_secs_f64());
     reader.join().unwrap()
 }
 
@@ -823,6 +826,9 @@ fn tierds_kernel_tests_pass_in_the_guest(series: &str) {
     let timeout = Duration::from_secs(1800.max(300 * tests.len() as u64));
     let console = boot_guest(&kernel, &initrd, disk(4096), None, KERNEL_TESTS_GUEST_MIB, &check, timeout);
     let said = |key| said_by(&console, "guest-kernel-tests", key);
+    for took in console.lines().filter(|l| l.starts_with("guest-kernel-tests: ") && l.contains(" took ")) {
+        eprintln!("{series}: {}", took.trim_end_matches('\r'));
+    }
     assert!(said("kernel").is_some_and(|k| k.starts_with(series)), "{console}");
     let failed: Vec<&str> = tests
         .iter()
