@@ -20,7 +20,8 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
     let budget = size.to_string();
     let mut d = Daemon::start(&["--dram-budget", &budget, "--ratio", "2", "--policy", "static", "--interval", "1s"]);
     assert_eq!(d.owned_swaps().len(), 1, "the tier is an active swap area");
-    let active = phase("active", 25);
+    // Long enough for the checks on a slow machine; stopped once they are done.
+    let active = phase("active", 60);
     let hot = (size / 8).to_string();
     let work = ["--size", &budget, "--hot", &hot, "--phase", &active, "--json", "--report", "5s"];
     d.run_workload("a", &["--size", &budget], &work);
@@ -56,6 +57,12 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
         assert!(oom.contains("oom_kill_disable 1"), "{name}: {oom}");
     }
 
+    // Checked while both ran: stopped now, each verifies every page on its way out (the
+    // rest of the phase was most of this test's time, and of CI's in the guests).
+    for name in ["a", "b"] {
+        d.wait_filled(name, Duration::from_secs(60));
+        d.ctl(&["stop", name]);
+    }
     wait_for("both workloads to finish and verify", Duration::from_secs(180), || {
         let st = d.status();
         st["tenants"].as_array().unwrap().iter().all(|t| t["state"] == "exited")
@@ -389,6 +396,10 @@ fn memory_charged_before_attach_is_counted_and_tiered() {
     })
     .unwrap_or_else(|| d.tenant("old"));
     assert!(u(&tenant["tier_bytes"]) >= tiered, "{tenant:#}\n{}\n{}", d.ctl(&["explain", "old"]), output());
+    // Tiered: stopped now rather than at the phase's end, it verifies every page.
+    if tenant["state"] == "running" {
+        d.ctl(&["stop", "old"]);
+    }
     assert!(old.wait().unwrap().success(), "{}", output());
     let summary = output().lines().rev().find(|l| l.contains("\"summary\":true")).map(str::to_string);
     let summary: serde_json::Value = serde_json::from_str(&summary.unwrap_or_default()).unwrap();
@@ -761,6 +772,8 @@ fn release_lifts_what_a_dead_tierd_left_and_tenants_keep_every_page() {
         assert!(lifted, "no limit is left in {file}: {limit}");
     }
 
+    // Released, the tenant is no longer tierd's: ended by its PID, it verifies every page.
+    send_signal(pid, 15);
     wait_for("the workload to finish", Duration::from_secs(120), || !alive(pid));
     let s = d.summary("w");
     assert_eq!(u(&s["corrupt_pages"]), 0, "{s}");
