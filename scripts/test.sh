@@ -19,8 +19,13 @@ export TIERD_REQUIRE_THP=1
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets --locked -- -D warnings
 cargo clippy --release -p tierd --all-targets --locked --features failpoints -- -D warnings
-# tierd with its crash points, apart from the release build (tests/crash.rs).
-cargo build --release --locked -p tierd --features failpoints --target-dir target/failpoints --bin tierd
+# tierd with its crash points (tests/crash.rs), set apart in target/failpoints. Built in the
+# workspace's own tree, where only tierd compiles again (a tree of its own compiled every
+# dependency too); the plain build after it puts the release tierd back.
+cargo build --release --locked --workspace --features tierd/failpoints --bin tierd
+mkdir -p target/failpoints/release
+cp target/release/tierd target/failpoints/release/tierd
+cargo build --release --locked --workspace --bin tierd
 export TIERD_REQUIRE_FAILPOINTS=1
 cargo test --release --workspace --locked
 # The Debian package: built, then its contents, binaries and man pages checked.

@@ -38,7 +38,7 @@ pub fn failpoints_bin() -> Option<PathBuf> {
         return Some(p);
     }
     let why = format!(
-        "{} is missing: cargo build --release -p tierd --features failpoints --target-dir target/failpoints",
+        "{} is missing: build it as scripts/test.sh does (cargo build --release --features tierd/failpoints)",
         p.display()
     );
     assert!(std::env::var("TIERD_REQUIRE_FAILPOINTS").is_err(), "{why}");
