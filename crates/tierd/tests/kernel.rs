@@ -396,10 +396,9 @@ fn memory_charged_before_attach_is_counted_and_tiered() {
     })
     .unwrap_or_else(|| d.tenant("old"));
     assert!(u(&tenant["tier_bytes"]) >= tiered, "{tenant:#}\n{}\n{}", d.ctl(&["explain", "old"]), output());
-    // Tiered: stopped now rather than at the phase's end, it verifies every page.
-    if tenant["state"] == "running" {
-        d.ctl(&["stop", "old"]);
-    }
+    // Tiered: stopped now rather than at the phase's end, it verifies every page. On a
+    // slow day the phase may end first; the stop then finds it gone, which is as good.
+    let _ = d.try_ctl(&["stop", "old"]);
     assert!(old.wait().unwrap().success(), "{}", output());
     let summary = output().lines().rev().find(|l| l.contains("\"summary\":true")).map(str::to_string);
     let summary: serde_json::Value = serde_json::from_str(&summary.unwrap_or_default()).unwrap();
