@@ -266,15 +266,14 @@ impl Engine {
         }
         self.enforce(&plan);
         self.last_snapshot = Some(snap);
-        // Just measured and snapshot: `status()` need not do either again.
-        if let Some(snap) = &self.last_snapshot {
-            let st = self.status_of(snap);
-            let now = now_secs();
-            if self.history.due(now) {
-                self.history.record(Point::from_status(&st, now));
-            }
-            self.board.post(st);
+        // Just measured and snapshot: the status is built from the pass's snapshot (its
+        // curves read it there too), not measured again.
+        let st = self.status_of(self.last_snapshot.as_ref().expect("set above"));
+        let now = now_secs();
+        if self.history.due(now) {
+            self.history.record(Point::from_status(&st, now));
         }
+        self.board.post(st);
     }
 
     /// Where the engine posts its status for readers that cannot wait for it.
