@@ -159,11 +159,9 @@ fn control_loop(engine: &Shared, interval: Duration, stop: &AtomicBool) {
         }
         // Sampling keeps its cadence: a pass between intervals only plans.
         if Instant::now() >= next {
+            let started = Instant::now();
             engine.work("a control-loop pass", Engine::tick);
-            next += interval;
-            if next < Instant::now() {
-                next = Instant::now() + interval;
-            }
+            next = tierd::engine::next_pass(next, started, interval);
         } else if early {
             engine.work("an early control-loop pass", Engine::tick_early);
         }

@@ -81,11 +81,11 @@ impl Engine {
     }
 
     /// Prefetches the woken tenants' ranges as the group's usage falls below its margin
-    /// under `group_limit`, until the cuts' limit writes are `done`, all is read, or an
-    /// interval has passed; logs what each got.
+    /// under `group_limit`, until the cuts' limit writes are `done`, all is read, or the
+    /// pass's time for moves is spent; logs what each got.
     fn prefetch_as_cuts_free(&mut self, woken: &[&TenantPlan], group_limit: u64, now: f64, done: impl Fn() -> bool) {
         let group = self.group_rel();
-        let deadline = Instant::now() + self.cfg.interval;
+        let deadline = self.moves_until;
         let mut left: Vec<(TenantName, Vec<Range>, u64)> =
             woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
         while !done() && Instant::now() < deadline && left.iter().any(|l| !l.1.is_empty()) {
@@ -302,9 +302,9 @@ impl Engine {
         // still on the tier an interval later was evicted again and is asked for again.
         let interval = self.cfg.interval.as_secs_f64();
         t.layout.prefetched.retain(|_, at| now - *at < interval * 0.9);
-        // A demotion or prefetch may hold the loop (and the API) for one interval at
-        // most; what it did not get to is planned again at the next.
-        let until = Instant::now() + self.cfg.interval;
+        // The pass's moves together hold the loop (and the API) for an interval at most;
+        // what they did not get to is planned again at the next, which follows at once.
+        let until = self.moves_until;
         let relayout_until = self.relayout_until;
         let fresh: Vec<Range> =
             tp.prefetch.iter().filter(|r| !t.layout.prefetched.contains_key(&(r.pid, r.start))).copied().collect();

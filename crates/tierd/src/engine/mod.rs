@@ -123,6 +123,11 @@ pub struct Engine {
     /// No batch of a relayout read back from the tier starts after this, within one
     /// pass (see [`RELAYOUT_SLICE`]).
     relayout_until: Instant,
+    /// No batch of any page move starts after this: one interval from the pass's start
+    /// for all its tenants together, so a pass (and the API waiting on it) ends within
+    /// about an interval and a wake-up's prefetch is not queued behind whole intervals
+    /// of its neighbours' demotions (bench/results/wake-up-fast-v2.md).
+    moves_until: Instant,
     /// The last snapshot the policy planned from (curves and what-ifs are computed on it).
     last_snapshot: Option<Snapshot>,
     /// The tier disk's counters at the last half-second watch, and the read time they gave.
@@ -182,6 +187,7 @@ impl Engine {
             http_address: None,
             tier_room_warned: false,
             relayout_until: Instant::now(),
+            moves_until: Instant::now(),
             last_snapshot: None,
             watch_disk: None,
             watch_read_us: 80.0,
@@ -243,7 +249,9 @@ impl Engine {
     }
 
     fn step(&mut self, sample: bool) {
-        self.relayout_until = Instant::now() + RELAYOUT_SLICE;
+        let started = Instant::now();
+        self.relayout_until = started + RELAYOUT_SLICE;
+        self.moves_until = started + self.cfg.interval;
         crate::crash_point!("pass");
         self.reap();
         self.measure(true);
@@ -297,4 +305,38 @@ fn warn_if_slow(events: &mut Events, tenant: Option<&str>, secs: f64, what: impl
 
 fn show_quota(q: Option<u64>) -> String {
     q.map_or("unlimited".to_string(), human)
+}
+
+/// When the pass after one due at `due` that started at `started` is due: an interval
+/// on, or an interval after its start when it started that late. A pass that overran
+/// (its moves cut at the pass's deadline, ranges left) is so followed by the next at
+/// once, as in the simulator, not an interval later.
+pub fn next_pass(due: Instant, started: Instant, interval: Duration) -> Instant {
+    let next = due + interval;
+    if next < started { started + interval } else { next }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const I: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn passes_on_time_keep_their_cadence() {
+        let t = Instant::now();
+        // Started late within the interval: the cadence holds, no drift.
+        assert_eq!(next_pass(t, t + Duration::from_millis(40), I), t + I);
+    }
+
+    #[test]
+    fn a_pass_that_overran_is_followed_at_once() {
+        let t = Instant::now();
+        let p1 = next_pass(t, t, I);
+        // The first pass ran 15 s: the next is already due when it ends.
+        let ended = t + Duration::from_secs(15);
+        assert!(p1 <= ended);
+        // That one started 10 s late, so the one after counts from its start.
+        assert_eq!(next_pass(p1, ended, I), ended + I);
+    }
 }
