@@ -85,7 +85,7 @@ impl Engine {
     /// pass's time for moves is spent; logs what each got.
     fn prefetch_as_cuts_free(&mut self, woken: &[&TenantPlan], group_limit: u64, now: f64, done: impl Fn() -> bool) {
         let group = self.group_rel();
-        let deadline = self.moves_until;
+        let deadline = self.moves_until();
         let mut left: Vec<(TenantName, Vec<Range>, u64)> =
             woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
         while !done() && Instant::now() < deadline && left.iter().any(|l| !l.1.is_empty()) {
@@ -294,6 +294,10 @@ impl Engine {
     }
 
     fn move_pages(&mut self, tp: &TenantPlan) -> MovesDone {
+        // The pass's moves together hold the loop (and the API) for an interval at most;
+        // what they did not get to is planned again at the next, which follows at once.
+        let until = self.moves_until();
+        let relayout_until = self.relayout_until();
         let Some(t) = self.tenants.get_mut(&tp.name) else { return MovesDone::default() };
         let mut done = MovesDone::default();
         let mut failed: Vec<(&str, tierd_sys::madvise::AdviseResult)> = Vec::new();
@@ -302,10 +306,6 @@ impl Engine {
         // still on the tier an interval later was evicted again and is asked for again.
         let interval = self.cfg.interval.as_secs_f64();
         t.layout.prefetched.retain(|_, at| now - *at < interval * 0.9);
-        // The pass's moves together hold the loop (and the API) for an interval at most;
-        // what they did not get to is planned again at the next, which follows at once.
-        let until = self.moves_until;
-        let relayout_until = self.relayout_until;
         let fresh: Vec<Range> =
             tp.prefetch.iter().filter(|r| !t.layout.prefetched.contains_key(&(r.pid, r.start))).copied().collect();
         // Only what was read counts as asked for: a region its time ran out before

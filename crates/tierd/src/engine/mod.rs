@@ -120,14 +120,8 @@ pub struct Engine {
     pub http_address: Option<String>,
     /// Said once: the tier had no free clusters for a relayout.
     tier_room_warned: bool,
-    /// No batch of a relayout read back from the tier starts after this, within one
-    /// pass (see [`RELAYOUT_SLICE`]).
-    relayout_until: Instant,
-    /// No batch of any page move starts after this: one interval from the pass's start
-    /// for all its tenants together, so a pass (and the API waiting on it) ends within
-    /// about an interval and a wake-up's prefetch is not queued behind whole intervals
-    /// of its neighbours' demotions (bench/results/wake-up-fast-v2.md).
-    moves_until: Instant,
+    /// When the current (or last) pass began: its moves' deadlines count from it.
+    pass_started: Instant,
     /// The last snapshot the policy planned from (curves and what-ifs are computed on it).
     last_snapshot: Option<Snapshot>,
     /// The tier disk's counters at the last half-second watch, and the read time they gave.
@@ -186,8 +180,7 @@ impl Engine {
             started: Instant::now(),
             http_address: None,
             tier_room_warned: false,
-            relayout_until: Instant::now(),
-            moves_until: Instant::now(),
+            pass_started: Instant::now(),
             last_snapshot: None,
             watch_disk: None,
             watch_read_us: 80.0,
@@ -249,9 +242,7 @@ impl Engine {
     }
 
     fn step(&mut self, sample: bool) {
-        let started = Instant::now();
-        self.relayout_until = started + RELAYOUT_SLICE;
-        self.moves_until = started + self.cfg.interval;
+        self.pass_started = Instant::now();
         crate::crash_point!("pass");
         self.reap();
         self.measure(true);
@@ -282,6 +273,20 @@ impl Engine {
             self.history.record(Point::from_status(&st, now));
         }
         self.board.post(st);
+    }
+
+    /// No batch of any page move starts after this: one interval from the pass's start
+    /// for all its tenants together, so a pass (and the API waiting on it) ends within
+    /// about an interval and a wake-up's prefetch is not queued behind whole intervals
+    /// of its neighbours' demotions (decision 011).
+    fn moves_until(&self) -> Instant {
+        self.pass_started + self.cfg.interval
+    }
+
+    /// No batch of a relayout read back from the tier starts after this, within one
+    /// pass (see [`RELAYOUT_SLICE`]).
+    fn relayout_until(&self) -> Instant {
+        self.pass_started + RELAYOUT_SLICE
     }
 
     /// Where the engine posts its status for readers that cannot wait for it.
