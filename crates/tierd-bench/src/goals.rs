@@ -183,8 +183,14 @@ fn wake_up_fast(r: &Results) -> Goal {
     let swap_secs = s.recovery_secs.unwrap_or(window);
     let per_gib = t.settle_secs.map(|x| x / gib);
     let ratio = t.recovery_secs.map(|x| swap_secs / x.max(1.0));
+    // Where the workload counts its faults: when the hot set was back in DRAM, apart
+    // from how fast the memory it came back to runs.
+    let resident = match t.resident_each.is_empty() {
+        true => String::new(),
+        false => format!(", hot set back in {}", secs(t.resident_secs)),
+    };
     let measured = format!(
-        "tierd settles in {} ({}), back to 95% of dram in {}; swap {}{}",
+        "tierd settles in {} ({}){resident}, back to 95% of dram in {}; swap {}{}",
         secs(t.settle_secs),
         per_gib.map_or("—".into(), |x| format!("{x:.1} s/GiB")),
         secs(t.recovery_secs),
@@ -398,6 +404,7 @@ mod tests {
         let g = fast(Some(2.0));
         assert_eq!(g.verdict, Verdict::Met, "{}", g.measured);
         assert!(g.measured.contains("≥ 60.0× faster") && g.measured.contains("2.0 s/GiB"), "{}", g.measured);
+        assert!(!g.measured.contains("hot set back"), "no fault counts, no residency: {}", g.measured);
         assert_eq!(fast(Some(5.0)).verdict, Verdict::Missed, "24× swap but over 2 s/GiB");
         assert_eq!(fast(None).verdict, Verdict::Missed);
     }
@@ -410,6 +417,7 @@ mod tests {
             tenants: Vec::new(),
             before: 1000.0,
             after: vec![(1.0, first), (2.0, 1000.0)],
+            faults_after: Vec::new(),
             health: "green".into(),
             tierd_cpu_percent: 0.1,
             moving_cpu_percent: None,

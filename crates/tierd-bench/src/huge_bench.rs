@@ -245,7 +245,16 @@ mod tests {
     use super::*;
 
     fn rep(t: f64, phase: &str, ops: f64, huge: Option<f64>) -> Report {
-        Report { t, unix: t, phase: phase.into(), ops_per_sec: ops, p50_us: 1.0, p99_us: 2.0, hot_huge: huge }
+        Report {
+            t,
+            unix: t,
+            phase: phase.into(),
+            ops_per_sec: ops,
+            p50_us: 1.0,
+            p99_us: 2.0,
+            hot_huge: huge,
+            major_faults: None,
+        }
     }
 
     #[test]

@@ -202,7 +202,8 @@ fn cpu_cell(m: &crate::suite::ModeResult) -> String {
 fn wake_up_section(out: &Path, p: &PointResult) -> anyhow::Result<String> {
     let mut md = String::from(
         "\n| mode | back to 95% of dram after (median) | each repetition | settles at (of dram) | \
-         back to 95% of where it settles (median) | each repetition |\n|---|---|---|---|---|---|\n",
+         back to 95% of where it settles (median) | each repetition | hot set back in DRAM (median) | each \
+         repetition |\n|---|---|---|---|---|---|---|---|\n",
     );
     let secs = |v: Option<f64>| v.map_or("not within the run".to_string(), |v| format!("{v:.0} s"));
     let each = |e: &[Option<f64>]| {
@@ -211,17 +212,21 @@ fn wake_up_section(out: &Path, p: &PointResult) -> anyhow::Result<String> {
     for m in &p.modes {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             m.mode.name(),
             secs(m.recovery_secs),
             each(&m.recovery_each),
             m.settled_relative.map_or("—".into(), |v| format!("{v:.2}")),
             if m.settle_each.is_empty() { "—".into() } else { secs(m.settle_secs) },
             if m.settle_each.is_empty() { "—".into() } else { each(&m.settle_each) },
+            if m.resident_each.is_empty() { "—".into() } else { secs(m.resident_secs) },
+            if m.resident_each.is_empty() { "—".into() } else { each(&m.resident_each) },
         );
     }
     md += "\nThe goal is timed against `dram` before idling. Where a mode settles below 95% of that, \
-           the first figure is noise around that line; the second times the read-back alone.\n";
+           the first figure is noise around that line; the second times the read-back alone. The hot set \
+           is back in DRAM when its major faults fall below a thousandth of its pages a second; \
+           throughput can lag that (the memory it came back to may run slower for a while).\n";
     let series: Vec<(&str, Vec<(f64, f64)>)> =
         p.modes.iter().map(|m| (m.mode.name(), m.recovery_curve.clone())).collect();
     let file = chart_file(&p.name);
@@ -351,6 +356,7 @@ mod tests {
             tenants: Vec::new(),
             before: 0.0,
             after: Vec::new(),
+            faults_after: Vec::new(),
             health: "green".into(),
             tierd_cpu_percent: 0.1,
             moving_cpu_percent: None,

@@ -133,6 +133,9 @@ pub struct Report {
     /// Share of the hot set on huge pages (THP tenants only).
     #[serde(default)]
     pub hot_huge: Option<f64>,
+    /// Major faults in the report's window (workloads that count them).
+    #[serde(default)]
+    pub major_faults: Option<u64>,
 }
 
 /// What one tenant saw in one run.

@@ -92,6 +92,7 @@ pub fn as_run(mode: Mode, r: tierd_sim::Run) -> Run {
                     p50_us: x.p50_us,
                     p99_us: x.p99_us,
                     hot_huge: None,
+                    major_faults: None,
                 })
                 .collect(),
             failed: None,

@@ -14,11 +14,11 @@ use crate::harness::{Throttle, interrupted};
 use crate::machine::{RunInfo, median};
 
 use crate::catalogue::catalogue;
-use crate::scenario::{Mode, Run, run};
+use crate::scenario::{Mode, Report, Run, run};
 
 mod aggregate;
 pub use crate::catalogue::{MAX_TENANT_MEMORY, Measure, Point, Scenario, staggered_phases};
-pub use aggregate::{aggregate, recovery_secs, settled_rate};
+pub use aggregate::{aggregate, recovery_secs, resident_secs, settled_rate};
 
 /// Loss at or under which a mode counts as sustaining a density (login-storm).
 pub const SUSTAINED_LOSS: f64 = 0.05;
@@ -33,6 +33,10 @@ pub struct Sample {
     /// Wake-up: the tenant's ops/s before idling, and second by second after waking.
     pub before: f64,
     pub after: Vec<(f64, f64)>,
+    /// Wake-up: its major faults a second, by report after waking (empty where the
+    /// workload does not count them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults_after: Vec<(f64, f64)>,
     pub health: String,
     pub tierd_cpu_percent: f64,
     /// Of it, moving pages.
@@ -53,6 +57,7 @@ pub fn sample(p: &Point, r: &Run) -> Sample {
         tenants: Vec::new(),
         before: 0.0,
         after: Vec::new(),
+        faults_after: Vec::new(),
         health: r.health.clone(),
         tierd_cpu_percent: r.tierd_cpu_percent,
         moving_cpu_percent: r.moving_cpu_percent,
@@ -69,11 +74,13 @@ pub fn sample(p: &Point, r: &Run) -> Sample {
             let t = r.tenant(tenant);
             let idle_end = t.reports.iter().filter(|x| x.phase == "idle").map(|x| x.t).fold(0.0, f64::max);
             s.before = t.ops(*base_from, *base_to);
-            s.after = t
+            let woken = |x: &Report| x.phase == "active" && x.t > idle_end && x.t <= idle_end + secs;
+            s.after = t.reports.iter().filter(|x| woken(x)).map(|x| (x.t - idle_end, x.ops_per_sec)).collect();
+            s.faults_after = t
                 .reports
-                .iter()
-                .filter(|x| x.phase == "active" && x.t > idle_end && x.t <= idle_end + secs)
-                .map(|x| (x.t - idle_end, x.ops_per_sec))
+                .windows(2)
+                .filter(|w| woken(&w[1]))
+                .filter_map(|w| Some((w[1].t - idle_end, w[1].major_faults? as f64 / (w[1].t - w[0].t).max(1e-3))))
                 .collect();
             s.throughput = t.ops(idle_end, idle_end + secs);
             s.p99_us = t.p99(idle_end, idle_end + secs);
@@ -130,6 +137,13 @@ pub struct ModeResult {
     /// Wake-up: that settled rate against `dram`'s before idling (median).
     #[serde(default)]
     pub settled_relative: Option<f64>,
+    /// Wake-up: seconds until its hot set is back in DRAM ([`resident_secs`]), median
+    /// over repetitions: the read-back itself, apart from how fast the memory it lands
+    /// in runs (pages read back lie scattered through physical memory).
+    #[serde(default)]
+    pub resident_secs: Option<f64>,
+    #[serde(default)]
+    pub resident_each: Vec<Option<f64>>,
     /// Wake-up: median relative throughput by second after waking.
     pub recovery_curve: Vec<(f64, f64)>,
     /// tierd's active-memory health colour near the end of each repetition.
@@ -430,6 +444,8 @@ pub(crate) mod fixtures {
             settle_secs: None,
             settle_each: Vec::new(),
             settled_relative: None,
+            resident_secs: None,
+            resident_each: Vec::new(),
             health: vec!["green".into()],
             tierd_cpu_percent: 1.0,
             moving_cpu_percent: None,
@@ -649,6 +665,7 @@ mod tests {
             tenants: tp.iter().enumerate().map(|(i, v)| (format!("t{}", i + 1), *v)).collect(),
             before: 0.0,
             after: Vec::new(),
+            faults_after: Vec::new(),
             health: "green".into(),
             tierd_cpu_percent: 1.0,
             moving_cpu_percent: None,
@@ -717,6 +734,66 @@ mod tests {
         assert_eq!(t.settled_relative, Some(0.96));
         let never = aggregate(p, &sc, &[(Mode::Tierd, vec![tierd[2].clone(), tierd[2].clone(), tierd[0].clone()])]);
         assert_eq!(never.mode(Mode::Tierd).unwrap().recovery_secs, None);
+    }
+
+    #[test]
+    fn a_hot_set_is_back_when_its_major_faults_stay_below_a_thousandth_of_it_a_second() {
+        // 1 GiB hot: the line is 262 faults a second.
+        let faults = |v: &[f64]| v.iter().enumerate().map(|(i, f)| ((i + 1) as f64, *f)).collect::<Vec<_>>();
+        assert_eq!(resident_secs(&faults(&[9000.0, 4000.0, 300.0, 30.0, 20.0]), GIB), Some(3.0));
+        assert_eq!(resident_secs(&faults(&[30.0, 500.0, 30.0, 20.0]), GIB), Some(2.0), "a late burst counts");
+        assert_eq!(resident_secs(&faults(&[10.0, 0.0]), GIB), Some(0.0), "nothing to read back");
+        assert_eq!(resident_secs(&faults(&[9000.0, 300.0]), GIB), None, "still faulting at the end");
+        assert_eq!(resident_secs(&[], GIB), None, "no counts, no figure");
+    }
+
+    #[test]
+    fn a_woken_tenants_major_faults_are_read_off_its_reports_a_second_from_waking() {
+        let sc = catalogue(1.0).into_iter().find(|s| s.name == "wake-up").unwrap();
+        let p = &sc.points[0];
+        let Measure::WakeUp { tenant, .. } = &p.measure else { panic!("a wake-up point") };
+        let report = |t: f64, phase: &str, faults: u64| Report {
+            t,
+            unix: t,
+            phase: phase.into(),
+            ops_per_sec: 1.0,
+            p50_us: 1.0,
+            p99_us: 1.0,
+            hot_huge: None,
+            major_faults: Some(faults),
+        };
+        let reports =
+            vec![report(1.0, "idle", 0), report(2.0, "idle", 0), report(3.0, "active", 900), report(3.5, "active", 50)];
+        let run = Run {
+            mode: Mode::Tierd,
+            tenants: vec![crate::scenario::TenantRun { name: tenant.clone(), reports, failed: None }],
+            tierd_cpu_percent: 0.0,
+            moving_cpu_percent: None,
+            events: 0,
+            health: "green".into(),
+            tracker_cpu_per_8gib: None,
+        };
+        let s = sample(p, &run);
+        assert_eq!(s.faults_after, vec![(1.0, 900.0), (1.5, 100.0)], "per second of each report's window");
+    }
+
+    #[test]
+    fn wake_up_residency_is_the_median_over_repetitions_and_absent_without_fault_counts() {
+        let sc = catalogue(1.0).into_iter().find(|s| s.name == "wake-up").unwrap();
+        let p = &sc.points[0];
+        let wake = |faults: &[f64]| Sample {
+            before: 100.0,
+            after: (1..=faults.len()).map(|i| (i as f64, 100.0)).collect(),
+            faults_after: faults.iter().enumerate().map(|(i, f)| ((i + 1) as f64, *f)).collect(),
+            ..steady_sample(&[100.0], 1.0)
+        };
+        let tierd = vec![wake(&[1e5, 1e5, 1e5, 0.0]), wake(&[1e5, 0.0, 0.0, 0.0]), wake(&[1e5; 4])];
+        let r = aggregate(p, &sc, &[(Mode::Tierd, tierd)]);
+        let t = r.mode(Mode::Tierd).unwrap();
+        assert_eq!(t.resident_each, vec![Some(3.0), Some(1.0), None]);
+        assert_eq!(t.resident_secs, Some(3.0), "never counts as the longest");
+        let uncounted = aggregate(p, &sc, &[(Mode::Tierd, vec![wake(&[]); 3])]);
+        assert!(uncounted.mode(Mode::Tierd).unwrap().resident_each.is_empty());
     }
 
     #[test]

@@ -127,6 +127,11 @@ pub struct Report {
     /// With `--thp`: the share of the hot set mapped by huge pages right now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot_huge: Option<f64>,
+    /// Major faults the process took in the window: pages it waited on the disk for.
+    /// A page tierd read back ahead is a minor fault, so this falls to about zero once
+    /// the hot set is in DRAM, whatever the throughput does meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub major_faults: Option<u64>,
 }
 
 /// The final summary line.
@@ -382,8 +387,15 @@ impl Report {
             p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
             p999_us: hist.value_at_quantile(0.999) as f64 / 1000.0,
             hot_huge: None,
+            major_faults: None,
         }
     }
+}
+
+/// Major faults this process has taken so far (0 where /proc cannot say).
+fn major_faults() -> u64 {
+    let proc = tierd_sys::procfs::ProcFs::new("/proc");
+    proc.counters(std::process::id()).map_or(0, |c| c.major_faults.own)
 }
 
 /// The throughput and latency bookkeeping of a load generator: one report window at a
@@ -398,6 +410,8 @@ pub(crate) struct Meter {
     total: Histogram<u64>,
     active_ops: u64,
     active_secs: f64,
+    /// Major faults before the window.
+    faults_before: u64,
 }
 
 impl Meter {
@@ -414,6 +428,7 @@ impl Meter {
             total,
             active_ops: 0,
             active_secs: 0.0,
+            faults_before: major_faults(),
         })
     }
 
@@ -432,7 +447,10 @@ impl Meter {
         if now < self.next_report {
             return None;
         }
-        let r = Report::of_window(now - self.t0, kind, self.window_ops, now - self.window_start, &self.window);
+        let mut r = Report::of_window(now - self.t0, kind, self.window_ops, now - self.window_start, &self.window);
+        let faults = major_faults();
+        r.major_faults = Some(faults.saturating_sub(self.faults_before));
+        self.faults_before = faults;
         self.window.reset();
         self.window_ops = 0;
         self.window_start = now;

@@ -14,6 +14,20 @@ pub fn recovery_secs(after: &[(f64, f64)], baseline: f64) -> Option<f64> {
     after.windows(3).find(|w| w.iter().map(|p| p.1).sum::<f64>() / 3.0 >= 0.95 * baseline).map(|w| w[0].0)
 }
 
+/// When a woken tenant's hot set of `hot_bytes` is back in DRAM, from its major faults a
+/// second by report (`faults`): the end of the last report with more than a thousandth
+/// of the hot set's pages a second (tierd's sampling refaults stay well below), 0 if
+/// none had; `None` if the last report still had (or no report counted faults).
+pub fn resident_secs(faults: &[(f64, f64)], hot_bytes: u64) -> Option<f64> {
+    let line = (hot_bytes as f64 / tierd_core::size::PAGE as f64 / 1000.0).max(64.0);
+    let (last, _) = faults.last()?;
+    match faults.iter().rev().find(|f| f.1 > line) {
+        Some(f) if f.0 >= *last => None,
+        Some(f) => Some(f.0),
+        None => Some(0.0),
+    }
+}
+
 /// Where a woken tenant settles: its throughput late in the window, the median report
 /// of the window's second half (`None`: no reports there).
 pub fn settled_rate(after: &[(f64, f64)]) -> Option<f64> {
@@ -79,7 +93,8 @@ fn mode_result(p: &Point, mode: Mode, s: &[Sample], base: &[Sample]) -> ModeResu
             (n.clone(), rel(mine, theirs))
         })
         .collect();
-    let w = if matches!(p.measure, Measure::WakeUp { .. }) { wake_up(s, base) } else { WakeUp::default() };
+    let hot = p.tenants.iter().filter(|t| p.measured.contains(&t.name)).map(|t| t.hot).sum();
+    let w = if matches!(p.measure, Measure::WakeUp { .. }) { wake_up(s, base, hot) } else { WakeUp::default() };
     let p99 = med(s, &|x| x.p99_us);
     ModeResult {
         mode,
@@ -96,6 +111,8 @@ fn mode_result(p: &Point, mode: Mode, s: &[Sample], base: &[Sample]) -> ModeResu
         settle_secs: w.settle_secs,
         settle_each: w.settle_each,
         settled_relative: w.settled_relative,
+        resident_secs: w.resident_secs,
+        resident_each: w.resident_each,
         health: s.iter().map(|x| x.health.clone()).collect(),
         tierd_cpu_percent: med(s, &|x| x.tierd_cpu_percent),
         moving_cpu_percent: {
@@ -119,6 +136,8 @@ struct WakeUp {
     settle_secs: Option<f64>,
     settle_each: Vec<Option<f64>>,
     settled_relative: Option<f64>,
+    resident_secs: Option<f64>,
+    resident_each: Vec<Option<f64>>,
 }
 
 /// How fast each repetition of `s` got back after waking, against the reference's
@@ -126,7 +145,8 @@ struct WakeUp {
 /// against the reference's repetition of the same round when there is one for each
 /// (modes interleave within a round; in the simulator a round is a seed, and a seed's
 /// machine can be 5% slower than the median's, so no tenant of it reached 95% of that).
-fn wake_up(s: &[Sample], base: &[Sample]) -> WakeUp {
+/// And when its hot set of `hot` bytes was back in DRAM, where the workload counts faults.
+fn wake_up(s: &[Sample], base: &[Sample], hot: u64) -> WakeUp {
     let before = med(base, &|x| x.before);
     let paired = |i: usize| if base.len() == s.len() { base[i].before } else { before };
     let each: Vec<Option<f64>> = s.iter().enumerate().map(|(i, x)| recovery_secs(&x.after, paired(i))).collect();
@@ -134,6 +154,9 @@ fn wake_up(s: &[Sample], base: &[Sample]) -> WakeUp {
     let settle_each: Vec<Option<f64>> =
         s.iter().zip(&settled).map(|(x, r)| r.and_then(|r| recovery_secs(&x.after, r))).collect();
     let rates: Vec<f64> = settled.iter().flatten().copied().collect();
+    let counted = s.iter().any(|x| !x.faults_after.is_empty());
+    let resident_each: Vec<Option<f64>> =
+        if counted { s.iter().map(|x| resident_secs(&x.faults_after, hot)).collect() } else { Vec::new() };
     let secs = s.iter().flat_map(|x| x.after.iter().map(|a| a.0.round() as i64)).max().unwrap_or(0);
     let recovery_curve = (1..=secs)
         .filter_map(|sec| {
@@ -149,5 +172,7 @@ fn wake_up(s: &[Sample], base: &[Sample]) -> WakeUp {
         settle_secs: median_time(&settle_each),
         settle_each,
         settled_relative: (!rates.is_empty()).then(|| rel(median(&rates), before)),
+        resident_secs: median_time(&resident_each),
+        resident_each,
     }
 }
