@@ -184,7 +184,7 @@ fn wake_up_fast(r: &Results) -> Goal {
     let per_gib = t.settle_secs.map(|x| x / gib);
     let ratio = t.recovery_secs.map(|x| swap_secs / x.max(1.0));
     // Where the workload counts its faults: when the hot set was back in DRAM, apart
-    // from how fast the memory it came back to runs.
+    // from whatever slows the tenant once its pages are back.
     let resident = match t.resident_each.is_empty() {
         true => String::new(),
         false => format!(", hot set back in {}", secs(t.resident_secs)),

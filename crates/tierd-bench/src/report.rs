@@ -226,7 +226,7 @@ fn wake_up_section(out: &Path, p: &PointResult) -> anyhow::Result<String> {
     md += "\nThe goal is timed against `dram` before idling. Where a mode settles below 95% of that, \
            the first figure is noise around that line; the second times the read-back alone. The hot set \
            is back in DRAM when its major faults fall below a thousandth of its pages a second; \
-           throughput can lag that (the memory it came back to may run slower for a while).\n";
+           throughput can lag that, in `swap` as in `tierd`.\n";
     let series: Vec<(&str, Vec<(f64, f64)>)> =
         p.modes.iter().map(|m| (m.mode.name(), m.recovery_curve.clone())).collect();
     let file = chart_file(&p.name);

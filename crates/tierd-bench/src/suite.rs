@@ -138,8 +138,8 @@ pub struct ModeResult {
     #[serde(default)]
     pub settled_relative: Option<f64>,
     /// Wake-up: seconds until its hot set is back in DRAM ([`resident_secs`]), median
-    /// over repetitions: the read-back itself, apart from how fast the memory it lands
-    /// in runs (pages read back lie scattered through physical memory).
+    /// over repetitions: the read-back itself, apart from whatever slows the tenant once
+    /// its pages are back (its throughput lagged that by up to 28 s, in swap as in tierd).
     #[serde(default)]
     pub resident_secs: Option<f64>,
     #[serde(default)]
