@@ -82,6 +82,11 @@ impl Point {
         self.tenants.iter().map(|t| t.size).sum()
     }
 
+    /// The hot sets of the tenants the point measures, together.
+    pub(crate) fn measured_hot(&self) -> u64 {
+        self.tenants.iter().filter(|t| self.measured.contains(&t.name)).map(|t| t.hot).sum()
+    }
+
     /// The tier's size as a multiple of the DRAM budget: 2 (tierd's default), or
     /// enough for every tenant where they are more than 3x DRAM (login-storm's 12
     /// tenants, overcommit-sweep's 3.4x), since tierd refuses tenants it cannot hold.

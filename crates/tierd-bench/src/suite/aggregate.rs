@@ -68,7 +68,7 @@ pub fn aggregate(p: &Point, scenario: &Scenario, samples: &[(Mode, Vec<Sample>)]
         point: p.label.clone(),
         description: scenario.description.clone(),
         tenant_memory_bytes: p.tenant_memory(),
-        measured_hot_bytes: p.tenants.iter().filter(|t| p.measured.contains(&t.name)).map(|t| t.hot).sum(),
+        measured_hot_bytes: p.measured_hot(),
         dram_budget_bytes: p.budget,
         slow_tier: p.slow,
         reference_cpu_bound: p.reference_cpu_bound(std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -93,8 +93,11 @@ fn mode_result(p: &Point, mode: Mode, s: &[Sample], base: &[Sample]) -> ModeResu
             (n.clone(), rel(mine, theirs))
         })
         .collect();
-    let hot = p.tenants.iter().filter(|t| p.measured.contains(&t.name)).map(|t| t.hot).sum();
-    let w = if matches!(p.measure, Measure::WakeUp { .. }) { wake_up(s, base, hot) } else { WakeUp::default() };
+    let w = if matches!(p.measure, Measure::WakeUp { .. }) {
+        wake_up(s, base, p.measured_hot())
+    } else {
+        WakeUp::default()
+    };
     let p99 = med(s, &|x| x.p99_us);
     ModeResult {
         mode,
