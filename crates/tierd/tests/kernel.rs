@@ -515,6 +515,39 @@ fn demote_and_prefetch_move_a_tenants_memory() {
     eprintln!("the tenant's read-back: {theirs} sampled reads, p99 {p99:?} µs; tierd's own prefetch: {own}");
 }
 
+/// The sampling tracker's page-outs of a hot tenant come back from DRAM, also after its
+/// memory was read back from the tier (such pages keep their swap slots, so a page-out
+/// drops them at once and every hot sample was a read from the tier: ~250 a pass).
+#[test]
+fn a_hot_tenants_samples_refault_from_dram_after_a_read_back() {
+    let _g = serial();
+    let args = ["--dram-budget", "1G", "--policy", "tierd", "--interval", "1s", "--window", "10s"];
+    let mut d = Daemon::start(&[&args[..], &["--sample-pages", "256"]].concat());
+    let size = (64.0 * size_scale()) as u64 * MIB;
+    let active = phase("active", 60);
+    let bytes = size.to_string();
+    let workload = ["--size", &bytes, "--hot", &bytes, "--phase", &active, "--json", "--report", "1s"];
+    d.run_workload("w", &["--size", "96M"], &workload);
+    d.wait_filled("w", Duration::from_secs(60));
+    let out = d.ctl(&["demote", "w"]);
+    assert!(out.contains("demoted"), "{out}");
+    // It reads every page back itself; then a window for its regions' samples to come back.
+    pause(Duration::from_secs(12));
+    let from = d.reports("w").len();
+    // Pages sampled at each 1 s pass, read once a second.
+    let mut sampled = 0;
+    for _ in 0..10 {
+        pause(Duration::from_secs(1));
+        sampled += u(&d.tenant("w")["tracker_sample_pages"]);
+    }
+    let reports = d.reports("w")[from..].to_vec();
+    let majors: u64 = reports.iter().map(|r| u(&r["major_faults"])).sum();
+    assert!(reports.len() >= 5 && reports.iter().all(|r| r["phase"] == "active"), "{reports:?}");
+    assert!(sampled >= 200, "the tracker sampled the tenant: {sampled} pages");
+    assert!(majors * 10 <= sampled, "{majors} major faults for {sampled} pages sampled: {reports:?}");
+    eprintln!("{majors} major faults over {} s while {sampled} pages were sampled", reports.len());
+}
+
 /// A loop device over a test's file, detached when dropped (also when the test fails).
 struct LoopDevice(std::path::PathBuf);
 

@@ -14,7 +14,9 @@
 //! adapts per tenant to keep the window estimate within ±5%, between `min_pages` and
 //! `max_pages`.
 //!
-//! Refaults of sampled hot pages are minor faults (the pages wait in the swap cache).
+//! Refaults of sampled hot pages are minor faults: a page written out waits in the swap
+//! cache, and one the page-out dropped at once (it kept its swap slot: read back from
+//! the tier and not written since) is read straight back there when it is likely hot.
 //!
 //! Huge pages are sampled whole, as their own stratum: unmapping part of one would
 //! split it, so a few whole 2 MiB pages per interval (one per 64 sampled small pages,
@@ -208,10 +210,15 @@ impl SamplingTracker {
     /// ([`refault_budget_pages`]); no cap before a tier read was timed.
     fn io_budget_pages(&self) -> u32 {
         let Some(read) = self.tier_read_secs.filter(|s| *s > 0.0) else { return u32::MAX };
-        let (back, sampled) = self.batches.iter().fold((0, 0), |(b, s), x| (b + x.returned, s + x.sampled));
+        let (back, sampled) = self.window_returns();
         let cluster = self.cfg.cluster_pages as f64;
         let pages = refault_budget_pages(back as f64, sampled as f64, self.cfg.interval_secs, read, cluster);
         pages.min((u32::MAX - 1) as f64) as u32
+    }
+
+    /// Bytes of the window's small samples that came back, and bytes sampled.
+    fn window_returns(&self) -> (u64, u64) {
+        self.batches.iter().fold((0, 0), |(b, s), x| (b + x.returned, s + x.sampled))
     }
 
     /// `back` bytes of a small sample drawn at `drawn` came back.
@@ -495,6 +502,46 @@ mod tests {
             Some(WindowTouched { bytes: 2 * mib, ci_bytes: Some(0), half_bytes: Some(2 * mib) }),
             "known exactly"
         );
+    }
+
+    #[test]
+    fn only_samples_from_regions_seen_reused_within_the_window_are_read_back() {
+        let mut t = SamplingTracker::new(SamplingConfig::new(1024, 30.0, 5.0), ProcFs::new("/proc"), 1);
+        let region = |start: u64| start * REGION;
+        let back_at = |at| RegionState { sample_returned: Some(at), ..RegionState::default() };
+        t.regions.insert((7, region(0)), back_at(95.0));
+        t.regions.insert((7, region(1)), back_at(60.0));
+        t.regions.insert((7, region(2)), RegionState { last_touched: Some(99.0), ..RegionState::default() });
+        let small = |start| Sample { pid: 7, start, len: 4 * PAGE, drawn: 100.0, huge: false, canary: false, seen: 0 };
+        t.regions.insert((7, region(4)), RegionState { misses: 1, ..back_at(60.0) });
+        let expected = |t: &SamplingTracker, s: &Sample, share| t.refault_expected(s, 100.0, share);
+        // Most of the tenant's samples stay out: only a region's own recent evidence counts.
+        let cold = Some(0.2);
+        assert!(expected(&t, &small(region(0) + 8 * PAGE), cold), "a sample came back 5 s ago");
+        assert!(!expected(&t, &small(region(1)), cold), "40 s ago: older than the 30 s window");
+        assert!(!expected(&t, &small(region(2)), cold), "touched (filled, faulted in), never reused");
+        assert!(!expected(&t, &small(region(3)), cold), "a region not seen yet");
+        assert!(!expected(&t, &Sample { pid: 8, ..small(region(0)) }, cold), "another process's region");
+        // Most come back: a region without a verdict goes with the tenant, one seen cold does not.
+        for r in [1, 2, 3] {
+            assert!(expected(&t, &small(region(r)), Some(0.9)), "region {r}");
+            assert!(!expected(&t, &small(region(r)), None), "region {r}, nothing drawn yet");
+        }
+        assert!(!expected(&t, &small(region(4)), Some(0.9)), "a sample from it missed since");
+        let huge = Sample { len: REGION, huge: true, ..small(region(0)) };
+        assert!(!expected(&t, &huge, Some(1.0)), "a huge page comes back on small pages, to be rebuilt");
+        assert!(!expected(&t, &Sample { canary: true, ..huge }, Some(1.0)));
+    }
+
+    #[test]
+    fn the_returned_share_is_over_the_windows_small_samples() {
+        let mut t = SamplingTracker::new(SamplingConfig::new(1024, 30.0, 5.0), ProcFs::new("/proc"), 1);
+        assert_eq!(t.returned_share(), None);
+        let batch = |drawn, sampled, returned| Batch { drawn, sampled, from: 1 << 30, returned, at_rest: false };
+        t.batches.push_back(batch(0.0, 400 * PAGE, 300 * PAGE));
+        t.batches.push_back(Batch { at_rest: true, ..batch(5.0, 0, 0) });
+        t.batches.push_back(batch(10.0, 100 * PAGE, 0));
+        assert_eq!(t.returned_share(), Some(0.6));
     }
 
     #[test]

@@ -44,6 +44,33 @@ fn region_key(s: &Sample) -> (u32, u64) {
 }
 
 impl SamplingTracker {
+    /// A small sample more likely touched again than not: its region's samples came
+    /// back within the window, or, where the region has no verdict, most of the
+    /// tenant's did (`share`). A page that kept its swap slot (every page read back
+    /// from the tier and not written since) is dropped by the page-out at once, so its
+    /// refault would be a read from the tier that stalls the tenant: reading it back
+    /// ahead keeps the refault minor, and the page unmapped until the tenant touches
+    /// it, so the sample still measures (bench/results/sample-read-back.md).
+    pub(super) fn refault_expected(&self, s: &Sample, now: f64, share: Option<f64>) -> bool {
+        if s.huge || s.canary {
+            return false;
+        }
+        let region = self.regions.get(&region_key(s));
+        if region.and_then(|r| r.sample_returned).is_some_and(|t| now - t <= self.cfg.window_secs) {
+            return true;
+        }
+        let known_cold = region.is_some_and(|r| r.misses > 0);
+        !known_cold && share.is_some_and(|x| x >= 0.5)
+    }
+
+    /// The share of the window's small samples that came back; `None` before any was drawn.
+    pub(super) fn returned_share(&self) -> Option<f64> {
+        let (back, sampled) = self.window_returns();
+        (sampled > 0).then(|| back as f64 / sampled as f64)
+    }
+}
+
+impl SamplingTracker {
     /// Reads each process's page runs and mappings with `PAGEMAP_SCAN`.
     pub(super) fn scan(&mut self, procs: &[Pidfd]) -> Scans {
         let mut scans = Scans::default();
@@ -231,7 +258,7 @@ impl SamplingTracker {
             samples.extend(huge);
             (samples, from, huge_from, known_hot)
         };
-        self.page_out(procs, &samples);
+        self.page_out(procs, &samples, now);
         self.cost.sample_pages = samples.iter().map(|s| s.len / PAGE).sum();
         let small: u64 = samples.iter().filter(|s| !s.huge).map(|s| s.len).sum();
         self.batches.push_back(Batch { drawn: now, sampled: small, from, returned: 0, at_rest });
@@ -245,8 +272,9 @@ impl SamplingTracker {
         self.cost.sample_pages * PAGE
     }
 
-    /// Unmaps the samples and takes them off their regions' resident bytes.
-    fn page_out(&mut self, procs: &[Pidfd], samples: &[Sample]) {
+    /// Unmaps the samples and takes them off their regions' resident bytes. Those
+    /// [`Self::refault_expected`] are read straight back into the swap cache, unmapped.
+    fn page_out(&mut self, procs: &[Pidfd], samples: &[Sample], now: f64) {
         for p in procs {
             let ranges: Vec<(u64, u64)> =
                 samples.iter().filter(|s| s.pid == p.pid()).map(|s| (s.start, s.len)).collect();
@@ -256,6 +284,17 @@ impl SamplingTracker {
             let r = p.advise(Advice::PageOut, &ranges);
             self.cost.syscalls += r.calls;
             self.cost.errors += r.errors;
+            let share = self.returned_share();
+            let back: Vec<(u64, u64)> = samples
+                .iter()
+                .filter(|s| s.pid == p.pid() && self.refault_expected(s, now, share))
+                .map(|s| (s.start, s.len))
+                .collect();
+            if !back.is_empty() {
+                let r = p.advise(Advice::WillNeed, &back);
+                self.cost.syscalls += r.calls;
+                self.cost.errors += r.errors;
+            }
         }
         for s in samples {
             if let Some(r) = self.regions.get_mut(&region_key(s)) {
