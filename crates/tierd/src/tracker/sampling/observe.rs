@@ -43,6 +43,9 @@ fn region_key(s: &Sample) -> (u32, u64) {
     (s.pid, s.start & !(REGION - 1))
 }
 
+/// A read ahead pays when the refault it saves is likelier than the read it wastes.
+const LIKELY: f64 = 0.5;
+
 impl SamplingTracker {
     /// A small sample more likely touched again than not: its region's samples came
     /// back within the window, or, where the region has no verdict, most of the
@@ -60,7 +63,7 @@ impl SamplingTracker {
             return true;
         }
         let known_cold = region.is_some_and(|r| r.misses > 0);
-        !known_cold && share.is_some_and(|x| x >= 0.5)
+        !known_cold && share.is_some_and(|x| x >= LIKELY)
     }
 
     /// The share of the window's small samples that came back; `None` before any was drawn.
@@ -68,9 +71,7 @@ impl SamplingTracker {
         let (back, sampled) = self.window_returns();
         (sampled > 0).then(|| back as f64 / sampled as f64)
     }
-}
 
-impl SamplingTracker {
     /// Reads each process's page runs and mappings with `PAGEMAP_SCAN`.
     pub(super) fn scan(&mut self, procs: &[Pidfd]) -> Scans {
         let mut scans = Scans::default();
