@@ -521,8 +521,18 @@ fn demote_and_prefetch_move_a_tenants_memory() {
 #[test]
 fn a_hot_tenants_samples_refault_from_dram_after_a_read_back() {
     let _g = serial();
-    let args = ["--dram-budget", "1G", "--policy", "tierd", "--interval", "1s", "--window", "10s"];
-    let mut d = Daemon::start(&[&args[..], &["--sample-pages", "256"]].concat());
+    let mut d = Daemon::start(&[
+        "--dram-budget",
+        "1G",
+        "--policy",
+        "tierd",
+        "--interval",
+        "1s",
+        "--window",
+        "10s",
+        "--sample-pages",
+        "256",
+    ]);
     let size = (64.0 * size_scale()) as u64 * MIB;
     let active = phase("active", 60);
     let bytes = size.to_string();

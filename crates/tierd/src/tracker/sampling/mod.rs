@@ -505,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn only_samples_from_regions_seen_reused_within_the_window_are_read_back() {
+    fn a_sample_is_read_back_when_its_region_or_else_its_tenant_says_it_will_be_touched() {
         let mut t = SamplingTracker::new(SamplingConfig::new(1024, 30.0, 5.0), ProcFs::new("/proc"), 1);
         let region = |start: u64| start * REGION;
         let back_at = |at| RegionState { sample_returned: Some(at), ..RegionState::default() };

@@ -276,6 +276,7 @@ impl SamplingTracker {
     /// Unmaps the samples and takes them off their regions' resident bytes. Those
     /// [`Self::refault_expected`] are read straight back into the swap cache, unmapped.
     fn page_out(&mut self, procs: &[Pidfd], samples: &[Sample], now: f64) {
+        let share = self.returned_share();
         for p in procs {
             let ranges: Vec<(u64, u64)> =
                 samples.iter().filter(|s| s.pid == p.pid()).map(|s| (s.start, s.len)).collect();
@@ -285,7 +286,6 @@ impl SamplingTracker {
             let r = p.advise(Advice::PageOut, &ranges);
             self.cost.syscalls += r.calls;
             self.cost.errors += r.errors;
-            let share = self.returned_share();
             let back: Vec<(u64, u64)> = samples
                 .iter()
                 .filter(|s| s.pid == p.pid() && self.refault_expected(s, now, share))
