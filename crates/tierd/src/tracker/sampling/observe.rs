@@ -55,7 +55,8 @@ impl SamplingTracker {
     /// ahead keeps the refault minor, and the page unmapped until the tenant touches
     /// it, so the sample still measures (bench/results/sample-read-back.md).
     pub(super) fn refault_expected(&self, s: &Sample, now: f64, share: Option<f64>) -> bool {
-        if s.huge || s.canary {
+        // Huge samples (canaries too) come back on small pages, to be rebuilt.
+        if s.huge {
             return false;
         }
         let region = self.regions.get(&region_key(s));
