@@ -105,6 +105,22 @@ impl Request {
         let wire = serde_json::to_value(self).unwrap_or_default();
         wire["op"].as_str().unwrap_or("unknown").to_string()
     }
+
+    /// Whether the request changes tenants, limits or pages: a pass's moves yield to
+    /// it (decision 012). Questions wait for the pass instead, so a script that asks
+    /// every second does not cut every pass's moves short.
+    pub fn changes(&self) -> bool {
+        !matches!(
+            self,
+            Request::Status
+                | Request::Events
+                | Request::History { .. }
+                | Request::Explain { .. }
+                | Request::Regions { .. }
+                | Request::Curve { .. }
+                | Request::WhatIf { .. }
+        )
+    }
 }
 
 /// The daemon's answer.
@@ -452,6 +468,25 @@ fn exchange(mut s: &UnixStream, line: &str) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_changes_things_is_told_from_what_asks() {
+        let name = TenantName::new("db").unwrap();
+        let changes = [
+            Request::Stop { name: name.clone(), signal: 15 },
+            Request::Demote { name: name.clone(), bytes: None },
+            Request::Remove { name: name.clone() },
+            Request::DrainTier,
+        ];
+        assert!(changes.iter().all(Request::changes), "{changes:?}");
+        let asks = [
+            Request::Status,
+            Request::Explain { name: name.clone() },
+            Request::Curve { name },
+            Request::WhatIf { budget: None, add: Vec::new() },
+        ];
+        assert!(!asks.iter().any(Request::changes), "{asks:?}");
+    }
 
     #[test]
     fn an_answer_sent_before_the_request_was_read_is_read_even_if_the_write_fails() {

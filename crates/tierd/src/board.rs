@@ -3,7 +3,10 @@
 //! when it is free within a moment, and is otherwise answered from the board: the status
 //! the last pass posted, with what holds the engine and for how long. A pass may move
 //! pages for an interval (longer on a device that hangs); a dashboard must not wait.
+//! A request that changes things is counted while it waits, and a pass's moves yield
+//! to it (decision 012).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -23,6 +26,8 @@ pub struct Board {
     events: Events,
     history: History,
     posted: Mutex<Posted>,
+    /// API requests waiting for the engine's lock.
+    waiting: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -35,7 +40,13 @@ struct Posted {
 
 impl Board {
     pub fn new(interval: Duration, events: Events, history: History) -> Board {
-        Board { interval, events, history, posted: Mutex::default() }
+        Board { interval, events, history, posted: Mutex::default(), waiting: AtomicUsize::new(0) }
+    }
+
+    /// Whether an API request waits for the engine: a pass's page moves then stop
+    /// starting batches, so the request waits a batch, not a pass.
+    pub fn request_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
     }
 
     fn posted(&self) -> MutexGuard<'_, Posted> {
@@ -100,6 +111,16 @@ impl Shared {
     /// Runs `f` on the engine; readers meanwhile hear it is busy with `doing`.
     pub fn work<T>(&self, doing: impl Into<String>, f: impl FnOnce(&mut Engine) -> T) -> T {
         let mut e = self.lock();
+        let _mark = self.board.mark(doing.into());
+        f(&mut e)
+    }
+
+    /// [`Shared::work`] for an API request: counted as waiting until it holds the
+    /// engine, so a pass's moves yield to it.
+    pub fn request<T>(&self, doing: impl Into<String>, f: impl FnOnce(&mut Engine) -> T) -> T {
+        self.board.waiting.fetch_add(1, Ordering::Relaxed);
+        let mut e = self.lock();
+        self.board.waiting.fetch_sub(1, Ordering::Relaxed);
         let _mark = self.board.mark(doing.into());
         f(&mut e)
     }

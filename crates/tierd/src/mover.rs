@@ -5,6 +5,7 @@
 //! pages to collapse), then calls `process_madvise` in batches. Prefetched pages are
 //! also read through `/proc/PID/mem`, which maps them as the tenant's own.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tierd_core::size::HUGE_PAGE as HUGE;
@@ -35,6 +36,35 @@ fn add_advice(to: &mut AdviseResult, o: AdviseResult) {
     to.calls += o.calls;
     to.errors += o.errors;
     to.last_errno = o.last_errno.or(to.last_errno);
+}
+
+/// When a run of page moves starts no more batches: at a deadline, or sooner when its
+/// caller says to yield (a request waits for the engine, decision 012). Checked before
+/// each batch, so a batch under way always finishes.
+#[derive(Clone, Default)]
+pub struct Until {
+    at: Option<Instant>,
+    yield_now: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+}
+
+impl Until {
+    /// No deadline: every batch is asked for.
+    pub fn never() -> Until {
+        Until::default()
+    }
+
+    pub fn at(at: Instant) -> Until {
+        Until { at: Some(at), yield_now: None }
+    }
+
+    /// Also stops once `yield_now` says so.
+    pub fn or_yield(self, yield_now: impl Fn() -> bool + Send + Sync + 'static) -> Until {
+        Until { yield_now: Some(Arc::new(yield_now)), ..self }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.at.is_some_and(|u| Instant::now() >= u) || self.yield_now.as_ref().is_some_and(|y| y())
+    }
 }
 
 /// Bytes asked for per `MADV_WILLNEED` call while prefetching; a prefetch's deadline is
@@ -73,7 +103,7 @@ const DEMOTE_BATCH: u64 = 4 << 20;
 
 /// Pages out the given ranges (the policy chose them), in order, asking for no more once
 /// `until` has passed: the rest stay resident for the next pass to choose again.
-pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)], until: Option<Instant>) -> Moved {
+pub fn demote_ranges(pidfd: &Pidfd, ranges: &[(u64, u64)], until: &Until) -> Moved {
     let mut m = Moved::default();
     advise_until(pidfd, Advice::PageOut, batches(ranges, DEMOTE_BATCH), until, &mut m, |_, _| {
         crate::crash_point!("demote");
@@ -87,12 +117,12 @@ fn advise_until(
     pidfd: &Pidfd,
     advice: Advice,
     batches: Vec<Vec<(u64, u64)>>,
-    until: Option<Instant>,
+    until: &Until,
     m: &mut Moved,
     mut after: impl FnMut(Vec<(u64, u64)>, &mut Moved),
 ) {
     for batch in batches {
-        if until.is_some_and(|u| Instant::now() >= u) {
+        if until.passed() {
             break;
         }
         add_advice(&mut m.advise, pidfd.advise(advice, &batch));
@@ -105,7 +135,7 @@ fn advise_until(
 pub fn prefetch(proc: &ProcFs, pidfd: &Pidfd, limit: u64) -> Moved {
     let Some(regions) = scan(proc, pidfd.pid()) else { return Moved { scan_errors: 1, ..Moved::default() } };
     let (ranges, _) = runs(&regions, PAGE_IS_SWAPPED, limit);
-    read_in(proc, pidfd, &ranges, 0, None)
+    read_in(proc, pidfd, &ranges, 0, &Until::never())
 }
 
 /// A prefetch of given ranges: what moved, and how many of the ranges (in the order
@@ -118,7 +148,7 @@ pub struct Prefetched {
 
 /// Prefetches the swapped pages within the given ranges, in order, asking for no more
 /// once `until` has passed.
-pub fn prefetch_ranges(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], until: Option<Instant>) -> Prefetched {
+pub fn prefetch_ranges(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], until: &Until) -> Prefetched {
     let Ok(pm) = Pagemap::open(proc.root(), pidfd.pid()) else {
         return Prefetched { moved: Moved { scan_errors: 1, ..Moved::default() }, reached: 0 };
     };
@@ -158,7 +188,7 @@ fn covered(per_range: &[u64], read: u64) -> usize {
 /// is mapped, and none started after `until`: the control loop waits on a prefetch, and
 /// on a tier throttled to a hard disk's 150 reads/s one wake-up's 248 MiB held it (and
 /// with it status, quotas and the API) for 123 s.
-fn read_in(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], scan_errors: u64, until: Option<Instant>) -> Moved {
+fn read_in(proc: &ProcFs, pidfd: &Pidfd, ranges: &[(u64, u64)], scan_errors: u64, until: &Until) -> Moved {
     let mut m = Moved { scan_errors, ..Moved::default() };
     let mem = ProcMem::open(proc.root(), pidfd);
     let map = |batch: &[(u64, u64)], m: &mut Moved| match &mem {
@@ -243,7 +273,7 @@ pub fn relayout(
     proc: &ProcFs,
     pidfd: &Pidfd,
     regions: &[(u64, u64)],
-    until: Instant,
+    until: &Until,
     done: &mut Vec<(u64, u64)>,
     paged: &mut Vec<(u64, u64)>,
 ) -> Relaid {
@@ -274,7 +304,7 @@ pub fn relayout(
     }
     let mem = ProcMem::open(proc.root(), pidfd);
     for batch in todo.chunks(RELAYOUT_BATCH) {
-        if Instant::now() >= until || (out.refused >= RELAYOUT_BATCH as u64 && out.relaid == 0) {
+        if until.passed() || (out.refused >= RELAYOUT_BATCH as u64 && out.relaid == 0) {
             break;
         }
         let ranges: Vec<(u64, u64)> = batch.iter().map(|&(s, l, _)| (s, l)).collect();
@@ -388,17 +418,25 @@ mod tests {
     }
 
     #[test]
-    fn a_demotion_asks_in_batches_and_none_after_its_deadline() {
+    fn a_demotion_asks_in_batches_and_none_after_its_deadline_or_once_told_to_yield() {
         // This process's own memory: with no swap the kernel keeps the pages, and
         // with swap they come back on the next touch.
         let me = Pidfd::open(std::process::id()).unwrap();
         let buf = vec![3u8; 12 << 20];
         let start = (buf.as_ptr() as u64).div_ceil(HUGE) * HUGE;
         let ranges = [(start, 2 * DEMOTE_BATCH)];
-        let all = demote_ranges(&me, &ranges, None);
+        let all = demote_ranges(&me, &ranges, &Until::never());
         assert_eq!((all.bytes, all.advise.calls, all.advise.errors), (2 * DEMOTE_BATCH, 2, 0), "{all:?}");
-        let late = demote_ranges(&me, &ranges, Some(Instant::now()));
+        let late = demote_ranges(&me, &ranges, &Until::at(Instant::now()));
         assert_eq!((late.bytes, late.advise.calls), (0, 0), "past its deadline it asks for nothing: {late:?}");
+        // Told to yield after the first batch (as when a request comes to wait for the
+        // engine), the demotion asks for no second, though its deadline is far.
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = Arc::clone(&asked);
+        let far = Until::at(Instant::now() + std::time::Duration::from_secs(60))
+            .or_yield(move || count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 1);
+        let cut = demote_ranges(&me, &ranges, &far);
+        assert_eq!((cut.bytes, cut.advise.calls), (DEMOTE_BATCH, 1), "one batch, then it yields: {cut:?}");
         assert!(buf.iter().all(|&b| b == 3));
     }
 

@@ -78,11 +78,15 @@ pub fn answer(shared: &Shared, req: Request) -> Response {
         Request::Status => Response::ok(shared.status()),
         Request::Events => Response::ok(shared.events(200)),
         Request::History { since } => Response::ok(shared.history(since)),
-        req => shared.work(format!("a `{}` request", req.op()), |e| {
-            let resp = dispatch(e, req);
-            e.post_status();
-            resp
-        }),
+        req => {
+            let (doing, changes) = (format!("a `{}` request", req.op()), req.changes());
+            let run = |e: &mut Engine| {
+                let resp = dispatch(e, req);
+                e.post_status();
+                resp
+            };
+            if changes { shared.request(doing, run) } else { shared.work(doing, run) }
+        }
     }
 }
 

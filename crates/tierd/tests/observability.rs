@@ -194,6 +194,43 @@ fn status_and_metrics_answer_while_a_pass_hangs() {
     assert!(d.stop().success(), "{}", d.log());
 }
 
+/// A pass's page moves yield to a request that changes something (decision 012). On a
+/// 256 MiB budget `a` rests holding 200 MiB; `b` (a reserve, so quotas are in force) wants
+/// 180 MiB hot, and the pass that cuts `a` demotes it in 4 MiB batches, each slowed to a
+/// second. A `run` sent half a second into that pass waited 5.5 s for it before
+/// (`bench/results/moves-yield.md`); now it waits for the batch under way.
+#[test]
+fn a_changing_request_waits_for_a_batch_of_moves_not_the_pass() {
+    let _g = serial();
+    if failpoints_bin().is_none() {
+        return;
+    }
+    let args = ["--dram-budget", "256M", "--ratio", "2", "--policy", "tierd", "--interval", "6s", "--window", "12s"];
+    let mut d = Daemon::start_with(&args, Some("demote=sleep(1000)"));
+    let resting = ["--size", "200M", "--hot", "16M", "--phase", "active:5s,idle:600s", "--json"];
+    d.run_workload("a", &["--size", "256M"], &resting);
+    pause(Duration::from_secs(8));
+    let busy = ["--size", "200M", "--hot", "180M", "--phase", "active:600s", "--json"];
+    d.run_workload("b", &["--size", "256M", "--reserve", "16M"], &busy);
+    let in_moves = poll_until(Duration::from_secs(60), || {
+        let s = d.status();
+        let pass = s["busy"]["doing"].as_str().is_some_and(|w| w.ends_with("control-loop pass"));
+        let held = s["busy"]["for_secs"].as_f64().unwrap_or(0.0);
+        (pass && held >= 0.5).then_some(held)
+    });
+    let asked = Instant::now();
+    d.ctl(&["run", "--name", "v", "--size", "4M", "--", "sleep", "600"]);
+    let took = asked.elapsed();
+    for name in ["a", "b", "v"] {
+        d.ctl(&["stop", name]);
+    }
+    let log = d.log();
+    assert!(d.stop().success(), "{log}");
+    assert!(in_moves.is_some(), "no pass was seen holding the engine: {log}");
+    assert!(log.contains("[a]: control loop: page moves ("), "the pass that held it moved a's pages: {log}");
+    assert!(took < Duration::from_millis(2500), "`run` waited {took:?} with a pass {in_moves:?} s in: {log}");
+}
+
 #[test]
 fn http_refuses_a_non_loopback_address_unless_forced() {
     let out = Command::new(tierd_bin()).args(["--http", "0.0.0.0:9464", "--check"]).output().unwrap();

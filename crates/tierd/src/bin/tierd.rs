@@ -146,13 +146,15 @@ fn announce(e: &Engine, interval: Duration, socket: &std::path::Path) {
 fn control_loop(engine: &Shared, interval: Duration, stop: &AtomicBool) {
     let mut next = Instant::now() + interval;
     let mut next_watch = Instant::now() + WATCH;
+    // A pass whose moves yielded to a request: the next follows once it is served.
+    let mut yielded = false;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
         // A tenant waking up is handled within half a second, not an interval.
-        let mut early = false;
+        let mut early = std::mem::take(&mut yielded);
         if Instant::now() >= next_watch {
             next_watch = Instant::now() + WATCH;
-            early = engine.work("the half-second watch", |e| {
+            early |= engine.work("the half-second watch", |e| {
                 e.release_waiters();
                 e.fault_watch()
             });
@@ -160,10 +162,16 @@ fn control_loop(engine: &Shared, interval: Duration, stop: &AtomicBool) {
         // Sampling keeps its cadence: a pass between intervals only plans.
         if Instant::now() >= next {
             let started = Instant::now();
-            engine.work("a control-loop pass", Engine::tick);
+            yielded = engine.work("a control-loop pass", |e| {
+                e.tick();
+                e.moves_yielded()
+            });
             next = tierd::engine::next_pass(next, started, interval);
         } else if early {
-            engine.work("an early control-loop pass", Engine::tick_early);
+            yielded = engine.work("an early control-loop pass", |e| {
+                e.tick_early();
+                e.moves_yielded()
+            });
         }
     }
 }

@@ -9,6 +9,7 @@ impl Engine {
     /// that prefetch nothing before the prefetches, whose reads then reclaim the clean
     /// pages those demotions left in the swap cache instead of writing a page for each.
     pub(super) fn enforce(&mut self, plan: &Plan) {
+        self.moves_started = Instant::now();
         self.set_group_limits(plan);
         self.record_notes(plan);
         let now = now_secs();
@@ -85,10 +86,10 @@ impl Engine {
     /// pass's time for moves is spent; logs what each got.
     fn prefetch_as_cuts_free(&mut self, woken: &[&TenantPlan], group_limit: u64, now: f64, done: impl Fn() -> bool) {
         let group = self.group_rel();
-        let deadline = self.moves_until();
+        let until = self.moves_until();
         let mut left: Vec<(TenantName, Vec<Range>, u64)> =
             woken.iter().map(|tp| (tp.name.clone(), tp.prefetch.clone(), 0)).collect();
-        while !done() && Instant::now() < deadline && left.iter().any(|l| !l.1.is_empty()) {
+        while !done() && !until.passed() && left.iter().any(|l| !l.1.is_empty()) {
             let usage = self.cg.stats(&group).map_or(group_limit, |st| st.usage);
             let mut room = prefetch_room(Some(group_limit), usage);
             for (name, ranges, bytes) in &mut left {
@@ -320,7 +321,7 @@ impl Engine {
             let mut paged = Vec::new();
             if !ranges.is_empty() && !t.layout.relayout_refused() {
                 let mut done = Vec::new();
-                let r = mover::relayout(&self.proc, p, &ranges, relayout_until, &mut done, &mut paged);
+                let r = mover::relayout(&self.proc, p, &ranges, &relayout_until, &mut done, &mut paged);
                 t.layout.laid_out.extend(done.iter().map(|&(start, _)| (p.pid(), start)));
                 relaid.add(&r);
                 failed.push(("relayout (process_madvise)", r.advise));
@@ -329,13 +330,13 @@ impl Engine {
             // out) goes to the tier the ordinary way.
             let ranges: Vec<(u64, u64)> = mine(&tp.demote).into_iter().filter(|r| !paged.contains(r)).collect();
             if !ranges.is_empty() {
-                let m = mover::demote_ranges(p, &ranges, Some(until));
+                let m = mover::demote_ranges(p, &ranges, &until);
                 done.demoted += m.advise.bytes;
                 failed.push(("process_madvise MADV_PAGEOUT", m.advise));
             }
             let ranges = mine(&fresh);
             if !ranges.is_empty() {
-                let m = mover::prefetch_ranges(&self.proc, p, &ranges, Some(until));
+                let m = mover::prefetch_ranges(&self.proc, p, &ranges, &until);
                 done.prefetched += m.moved.bytes;
                 failed.push(("process_madvise MADV_WILLNEED", m.moved.advise));
                 reached.extend(fresh.iter().filter(|r| r.pid == p.pid()).take(m.reached));

@@ -31,6 +31,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
@@ -71,6 +72,9 @@ const SLOW_STEP_SECS: f64 = 1.0;
 /// laid out at the next passes (0.3 s a pass left a 320 MiB working set scattered
 /// after 8 s of rest).
 const RELAYOUT_SLICE: Duration = Duration::from_secs(1);
+/// A pass's page moves run at least this long before they yield to a waiting API
+/// request (decision 012): requests in a row still leave each pass some moves.
+const MOVES_BEFORE_YIELD: Duration = Duration::from_millis(250);
 
 /// Counters sampled each interval to turn totals into rates.
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +126,9 @@ pub struct Engine {
     tier_room_warned: bool,
     /// When the current (or last) pass began: its moves' deadlines count from it.
     pass_started: Instant,
+    /// When its page moves began, and whether they stopped early for a waiting request.
+    moves_started: Instant,
+    moves_yielded: Arc<AtomicBool>,
     /// The last snapshot the policy planned from (curves and what-ifs are computed on it).
     last_snapshot: Option<Snapshot>,
     /// The tier disk's counters at the last half-second watch, and the read time they gave.
@@ -181,6 +188,8 @@ impl Engine {
             http_address: None,
             tier_room_warned: false,
             pass_started: Instant::now(),
+            moves_started: Instant::now(),
+            moves_yielded: Arc::default(),
             last_snapshot: None,
             watch_disk: None,
             watch_read_us: 80.0,
@@ -243,6 +252,7 @@ impl Engine {
 
     fn step(&mut self, sample: bool) {
         self.pass_started = Instant::now();
+        self.moves_yielded.store(false, Ordering::Relaxed);
         crate::crash_point!("pass");
         self.reap();
         self.measure(true);
@@ -276,17 +286,38 @@ impl Engine {
     }
 
     /// No batch of any page move starts after this: one interval from the pass's start
-    /// for all its tenants together, so a pass (and the API waiting on it) ends within
-    /// about an interval and a wake-up's prefetch is not queued behind whole intervals
-    /// of its neighbours' demotions (decision 011).
-    fn moves_until(&self) -> Instant {
-        self.pass_started + self.cfg.interval
+    /// for all its tenants together, so a pass ends within about an interval and a
+    /// wake-up's prefetch is not queued behind whole intervals of its neighbours'
+    /// demotions (decision 011); nor once an API request waits (decision 012).
+    fn moves_until(&self) -> mover::Until {
+        self.yielding(mover::Until::at(self.pass_started + self.cfg.interval))
     }
 
     /// No batch of a relayout read back from the tier starts after this, within one
-    /// pass (see [`RELAYOUT_SLICE`]).
-    fn relayout_until(&self) -> Instant {
-        self.pass_started + RELAYOUT_SLICE
+    /// pass (see [`RELAYOUT_SLICE`]), nor once an API request waits.
+    fn relayout_until(&self) -> mover::Until {
+        self.yielding(mover::Until::at(self.pass_started + RELAYOUT_SLICE))
+    }
+
+    /// `until`, or sooner: once the moves have run [`MOVES_BEFORE_YIELD`] and an API
+    /// request waits for the engine. Noted, so the control loop runs the next pass
+    /// as soon as the request is served.
+    fn yielding(&self, until: mover::Until) -> mover::Until {
+        let (board, yielded) = (self.board(), Arc::clone(&self.moves_yielded));
+        let from = self.moves_started + MOVES_BEFORE_YIELD;
+        until.or_yield(move || {
+            let now = Instant::now() >= from && board.request_waiting();
+            if now {
+                yielded.store(true, Ordering::Relaxed);
+            }
+            now
+        })
+    }
+
+    /// Whether the last pass's moves stopped early for a request: what they did not get
+    /// to is planned again by the next pass, which should follow at once.
+    pub fn moves_yielded(&self) -> bool {
+        self.moves_yielded.load(Ordering::Relaxed)
     }
 
     /// Where the engine posts its status for readers that cannot wait for it.
@@ -326,6 +357,57 @@ mod tests {
     use super::*;
 
     const I: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn a_passs_moves_yield_to_a_waiting_request_once_they_have_run_a_moment() {
+        use std::sync::mpsc;
+        // Demotions of this process's own memory: with no swap the kernel keeps the
+        // pages, and with swap they come back on the next touch.
+        let buf = vec![3u8; 12 << 20];
+        let start = (buf.as_ptr() as u64).div_ceil(tierd_core::size::HUGE_PAGE) * tierd_core::size::HUGE_PAGE;
+        let mut tp = TenantPlan::quota_only(TenantName::new("w").unwrap(), None, String::new());
+        tp.demote = vec![Range { pid: std::process::id(), start, len: 8 << 20 }];
+        let dir = tempfile::tempdir().unwrap();
+        let cg = Arc::new(fixture::FakeCgroups { base: dir.path().to_path_buf(), ..Default::default() });
+        let shared = crate::board::Shared::new(fixture::engine(dir.path(), cg, ""));
+        let board = shared.work("a test", |e| e.board());
+        let (held, holding) = mpsc::channel();
+        let (waits, waited) = mpsc::channel::<()>();
+        let pass = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                shared.work("a control-loop pass", |e| {
+                    fixture::add_tenant(e, "w", None, 0).procs.push(fixture::this_process());
+                    held.send(()).unwrap();
+                    waited.recv().unwrap();
+                    e.pass_started = Instant::now();
+                    e.moves_started = e.pass_started;
+                    e.moves_yielded.store(false, Ordering::Relaxed);
+                    let at_first = e.carry_out_moves(&tp).demoted;
+                    std::thread::sleep(MOVES_BEFORE_YIELD);
+                    (at_first, e.carry_out_moves(&tp).demoted, e.moves_yielded())
+                })
+            })
+        };
+        holding.recv().unwrap();
+        let request = {
+            let shared = shared.clone();
+            std::thread::spawn(move || shared.request("a `run` request", |e| e.moves_until().passed()))
+        };
+        let end = Instant::now() + Duration::from_secs(10);
+        while !board.request_waiting() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(board.request_waiting(), "a request blocked on the engine counts as waiting");
+        waits.send(()).unwrap();
+        let (at_first, later, yielded) = pass.join().unwrap();
+        assert_eq!(at_first, 8 << 20, "the moves run a moment first, a request waiting or not");
+        assert_eq!((later, yielded), (0, true), "then no batch starts, and the pass says it yielded");
+        // Served: nothing waits, and moves run to their deadline (an interval away).
+        assert!(!request.join().unwrap(), "a request's own moves do not yield to itself");
+        assert!(!board.request_waiting());
+        assert!(buf.iter().all(|&b| b == 3));
+    }
 
     #[test]
     fn passes_on_time_keep_their_cadence() {
