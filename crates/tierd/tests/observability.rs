@@ -159,8 +159,17 @@ fn status_and_metrics_answer_while_a_pass_hangs() {
     let args = ["--dram-budget", "128M", "--policy", "static", "--interval", "1s", "--http", "127.0.0.1:0"];
     let mut d = Daemon::start_with(&args, Some("pass=sleep(4000)"));
     let addr = d.status()["http_address"].as_str().expect("status shows the HTTP address").to_string();
-    // A request that changes something waits its turn, and its effect is posted.
-    d.ctl(&["run", "--name", "w", "--size", "16M", "--", "sleep", "600"]);
+    // A request that changes something waits its turn, tierctl says what holds tierd
+    // meanwhile, and the request's effect is posted.
+    let held = poll_until(Duration::from_secs(20), || {
+        let s = d.status();
+        (s["busy"]["doing"] == "a control-loop pass" && s["busy"]["for_secs"].as_f64() < Some(2.0)).then_some(())
+    });
+    assert!(held.is_some(), "no pass was seen holding the engine: {}", d.log());
+    let run = d.try_ctl(&["run", "--name", "w", "--size", "16M", "--", "sleep", "600"]);
+    let told = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(run.status.success(), "{told}");
+    assert!(told.contains("tierctl: waiting for tierd: it has been busy with a control-loop pass for "), "{told}");
     let mut slowest = Duration::ZERO;
     let mut held = None;
     let end = Instant::now() + Duration::from_secs(20);

@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -13,7 +14,7 @@ use tierd_core::{ByteSize, TenantName};
 
 use super::args::{Cli, Cmd, SpecArgs, TierCmd, default_name, parse_add, signal_number};
 use super::show::{clock, curve_table, health_line, print_status, rate, regions_table, what_if_table};
-use crate::api::{DrainReport, Event, MoveReport, Request, Status, call};
+use crate::api::{self, ClientError, DrainReport, Event, MoveReport, Request, Status};
 use crate::tenant::Decision;
 
 /// How long a request may take; a drain has its own, longer one.
@@ -95,6 +96,35 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Tier { cmd: TierCmd::Drain } => drain(sock),
         Cmd::Events => events(sock),
     }
+}
+
+/// How long a request waits before tierctl says what holds tierd, and then how often.
+const TELL_AFTER: Duration = Duration::from_secs(1);
+const TELL_EVERY: Duration = Duration::from_secs(5);
+
+/// [`api::call`], saying on stderr what tierd is busy with while the answer is slow to
+/// come (a pass moving pages, a kernel call that hangs), so a wait is not taken for a
+/// hang. Status is answered from the board meanwhile, so asking does not wait too.
+fn call(sock: &Path, req: &Request, timeout: Duration) -> Result<serde_json::Value, ClientError> {
+    let (answered, answer) = mpsc::channel::<()>();
+    let teller = {
+        let sock = sock.to_path_buf();
+        std::thread::spawn(move || {
+            let mut wait = TELL_AFTER;
+            while answer.recv_timeout(wait) == Err(mpsc::RecvTimeoutError::Timeout) {
+                if let Ok(s) = api::call(&sock, &Request::Status, TELL_AFTER)
+                    && let (Some(doing), Some(secs)) = (s["busy"]["doing"].as_str(), s["busy"]["for_secs"].as_f64())
+                {
+                    eprintln!("tierctl: waiting for tierd: it has been busy with {doing} for {secs:.1} s");
+                }
+                wait = TELL_EVERY;
+            }
+        })
+    };
+    let r = api::call(sock, req, timeout);
+    drop(answered);
+    let _ = teller.join();
+    r
 }
 
 /// One request, its answer decoded.
