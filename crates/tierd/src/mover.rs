@@ -5,7 +5,6 @@
 //! pages to collapse), then calls `process_madvise` in batches. Prefetched pages are
 //! also read through `/proc/PID/mem`, which maps them as the tenant's own.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use tierd_core::size::HUGE_PAGE as HUGE;
@@ -41,10 +40,10 @@ fn add_advice(to: &mut AdviseResult, o: AdviseResult) {
 /// When a run of page moves starts no more batches: at a deadline, or sooner when its
 /// caller says to yield (a request waits for the engine, decision 012). Checked before
 /// each batch, so a batch under way always finishes.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct Until {
     at: Option<Instant>,
-    yield_now: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    yield_now: Option<Box<dyn Fn() -> bool + Send + Sync>>,
 }
 
 impl Until {
@@ -59,7 +58,7 @@ impl Until {
 
     /// Also stops once `yield_now` says so.
     pub fn or_yield(self, yield_now: impl Fn() -> bool + Send + Sync + 'static) -> Until {
-        Until { yield_now: Some(Arc::new(yield_now)), ..self }
+        Until { yield_now: Some(Box::new(yield_now)), ..self }
     }
 
     pub fn passed(&self) -> bool {
@@ -431,8 +430,8 @@ mod tests {
         assert_eq!((late.bytes, late.advise.calls), (0, 0), "past its deadline it asks for nothing: {late:?}");
         // Told to yield after the first batch (as when a request comes to wait for the
         // engine), the demotion asks for no second, though its deadline is far.
-        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let count = Arc::clone(&asked);
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = std::sync::Arc::clone(&asked);
         let far = Until::at(Instant::now() + std::time::Duration::from_secs(60))
             .or_yield(move || count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 1);
         let cut = demote_ranges(&me, &ranges, &far);
