@@ -778,29 +778,37 @@ fn on_cgroup_v2_in_a_6_12_guest_a_page_cache_tenant_stays_off_the_tier_and_leave
 
 /// tierd's own kernel tests (tests/kernel.rs) that run in the guests, by name. Left out:
 /// those that assert cgroup v1's own files and waits (an adopted cgroup's v1 settings, a
-/// tenant named while it waits at its quota; the v2 cases are the checks above), and
-/// those that take 4–8 minutes each emulated (kill -9 with two 512 MiB tenants, the tier
-/// drain, a tenant kept off the tier beside one that swaps, demote and prefetch): run by
-/// hand (operating.md); they would double CI's time. Two tenants over static quotas runs
-/// at a quarter of its size (`TIERD_TEST_SIZE_SCALE`).
+/// tenant named while it waits at its quota; the v2 cases are the checks above) and the
+/// read tail's, which throttles its disk through a v1 blkio cgroup. Those that fill
+/// hundreds of MiB run at a quarter of their size (`TIERD_TEST_SIZE_SCALE`).
 const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
+    "a_hot_tenants_samples_refault_from_dram_after_a_read_back",
     "a_killed_runs_tier_and_cgroups_are_swept_up_by_the_next_run",
+    "a_tenant_kept_off_the_tier_stays_in_dram_while_its_neighbour_swaps",
     "a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind",
     "bad_inputs_get_clear_errors_and_change_nothing",
+    "demote_and_prefetch_move_a_tenants_memory",
     "doctor_names_the_cgroup_and_quota_mechanism_tierd_uses",
     "exit_codes_attach_and_detach",
+    "kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them",
     "memory_charged_before_attach_is_counted_and_tiered",
     "release_lifts_what_a_dead_tierd_left_and_tenants_keep_every_page",
     "the_api_serves_root_only_and_bounds_its_requests",
     "the_damon_tracker_leaves_a_kdamond_it_did_not_create_alone_and_removes_its_own",
+    "tier_drain_refuses_what_does_not_fit_and_reads_back_what_does",
     "tierds_own_memory_is_locked_in_dram",
     "two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing",
     "under_policy_none_the_kernel_oom_kills_as_plain_linux_and_the_kill_is_counted",
 ];
 
 /// Tests of [`KERNEL_TESTS_IN_GUESTS`] left out on one series, and why: each is an open
-/// problem in the issues, run there by hand with TIERD_GUEST_KERNEL_TESTS. None today.
-const NOT_IN_GUEST: &[(&str, &str, &str)] = &[];
+/// problem in the issues, run there by hand with TIERD_GUEST_KERNEL_TESTS.
+const NOT_IN_GUEST: &[(&str, &str, &str)] = &[(
+    "6.1",
+    "a_hot_tenants_samples_refault_from_dram_after_a_read_back",
+    "the tracker drew 40 samples in 10 passes where the test needs 200 to judge (6.12: passes); \
+     likely the refault budget, which shrinks with the emulated disk's read time (not traced)",
+)];
 
 /// The kernel-test guest's DRAM: more than the largest budget a test asks for (1 GiB).
 const KERNEL_TESTS_GUEST_MIB: u64 = 1536;
@@ -811,7 +819,7 @@ fn tierds_kernel_tests_pass_in_the_guest(series: &str) {
     let Some((kernel, initrd)) = image(series) else { return };
     let initrd = initrd.with_file_name("initrd-kernel-tests.img");
     assert!(initrd.exists(), "{} is missing: build it with scripts/guest-host.sh", initrd.display());
-    // Others by hand: TIERD_GUEST_KERNEL_TESTS=name,name (each takes minutes emulated).
+    // One or a few by hand: TIERD_GUEST_KERNEL_TESTS=name,name.
     let chosen = std::env::var("TIERD_GUEST_KERNEL_TESTS").ok();
     let tests: Vec<&str> = match chosen.as_deref() {
         Some(list) => list.split(',').map(str::trim).filter(|t| !t.is_empty()).collect(),

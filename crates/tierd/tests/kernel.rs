@@ -88,20 +88,22 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
 #[test]
 fn a_tenant_kept_off_the_tier_stays_in_dram_while_its_neighbour_swaps() {
     let _g = serial();
-    let mut d = Daemon::start(&["--dram-budget", "256M", "--ratio", "2", "--interval", "1s"]);
+    let (mib, arg) = (|m: u64| scaled(m * MIB), scaled_arg);
+    let mut d = Daemon::start(&["--dram-budget", &arg(256), "--ratio", "2", "--interval", "1s"]);
     let e = String::from_utf8_lossy(&d.try_ctl(&["run", "--no-tier", "--", "true"]).stderr).to_string();
     assert!(e.contains("--size"), "--no-tier needs the size to set aside: {e}");
-    // Cold memory it does not touch is what tierd would otherwise demote first.
-    let work = |size: &str, hot: &str, secs| {
-        let p = phase("active", secs);
+    // Cold memory it does not touch is what tierd would otherwise demote first. Both
+    // run until the test stops them.
+    let work = |size: &str, hot: &str| {
+        let p = phase("active", 600);
         ["--size", size, "--hot", hot, "--phase", &p, "--json", "--report", "5s"].map(String::from)
     };
-    d.run_workload("keep", &["--size", "128M", "--no-tier"], &work("128M", "16M", 60));
+    d.run_workload("keep", &["--size", &arg(128), "--no-tier"], &work(&arg(128), &arg(16)));
     // 128 MiB of DRAM is left to back the tier: 2 x 128 MiB of tier, 384 MiB for the rest.
-    let e = String::from_utf8_lossy(&d.try_ctl(&["run", "--size", "400M", "--", "true"]).stderr).to_string();
+    let e = String::from_utf8_lossy(&d.try_ctl(&["run", "--size", &arg(400), "--", "true"]).stderr).to_string();
     assert!(e.contains("does not fit"), "{e}");
-    d.run_workload("w", &["--size", "384M"], &work("384M", "32M", 30));
-    wait_for("the neighbour to swap", Duration::from_secs(60), || u(&d.tenant("w")["tier_bytes"]) > 100 * MIB);
+    d.run_workload("w", &["--size", &arg(384)], &work(&arg(384), &arg(32)));
+    wait_for("the neighbour to swap", Duration::from_secs(60), || u(&d.tenant("w")["tier_bytes"]) > mib(100));
     pause(Duration::from_secs(5));
     let keep = d.tenant("keep");
     assert_eq!(keep["state"], "running", "{keep:#}");
@@ -109,20 +111,25 @@ fn a_tenant_kept_off_the_tier_stays_in_dram_while_its_neighbour_swaps() {
     // v1 keeps no memory stall per cgroup: absent, not zero.
     let v1 = d.cgroup_v1();
     assert_eq!(keep["memory_pressure_some"].is_null(), v1, "{keep:#}");
-    assert_eq!(u(&keep["reserve_bytes"]), 128 * MIB, "{keep:#}");
+    assert_eq!(u(&keep["reserve_bytes"]), mib(128), "{keep:#}");
     assert_eq!(u(&keep["tier_bytes"]), 0, "not a page of it on the tier: {keep:#}");
-    assert!(u(&keep["dram_bytes"]) >= 120 * MIB, "{keep:#}");
+    assert!(u(&keep["dram_bytes"]) >= mib(120), "{keep:#}");
     let off_switch = if v1 { "memory.swappiness" } else { "memory.swap.max" };
     let off = std::fs::read_to_string(d.cgroup_dir().join("tenants/keep").join(off_switch)).unwrap_or_default();
     assert_eq!(off.trim(), "0", "{off_switch}");
     let e = String::from_utf8_lossy(&d.try_ctl(&["demote", "keep"]).stderr).to_string();
     assert!(e.contains("kept off the tier"), "{e}");
-    assert!(d.ctl(&["explain", "keep"]).contains("kept off the tier: all 128 MiB in DRAM"));
+    let said = format!("kept off the tier: all {} MiB in DRAM", mib(128) / MIB);
+    assert!(d.ctl(&["explain", "keep"]).contains(&said));
 
-    wait_for("both workloads to finish", Duration::from_secs(120), || {
+    for name in ["keep", "w"] {
+        d.wait_filled(name, Duration::from_secs(60));
+        d.ctl(&["stop", name]);
+    }
+    wait_for("both workloads to verify and exit", Duration::from_secs(120), || {
         ["keep", "w"].iter().all(|n| d.tenant(n)["state"] == "exited")
     });
-    for (name, bytes) in [("keep", 128 * MIB), ("w", 384 * MIB)] {
+    for (name, bytes) in [("keep", mib(128)), ("w", mib(384))] {
         assert_eq!(d.tenant(name)["exit_code"], 0, "{name}: {}", d.tenant_stdout(name));
         assert_eq!(u(&d.summary(name)["verified_pages"]), bytes / 4096, "{name}");
     }
@@ -145,14 +152,19 @@ fn a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind() {
 #[test]
 fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
     let _g = serial();
-    let mut d = Daemon::start(&["--dram-budget", "512M", "--ratio", "2", "--policy", "static", "--interval", "1s"]);
-    let active = phase("active", 40);
-    let work = ["--size", "512M", "--hot", "64M", "--phase", &active, "--json", "--report", "5s"];
-    let a = d.run_workload("a", &["--size", "512M"], &work);
-    let b = d.run_workload("b", &["--size", "512M"], &work);
+    let (size, size_arg, hot) = (scaled(512 * MIB), scaled_arg(512), scaled_arg(64));
+    let mut d = Daemon::start(&["--dram-budget", &size_arg, "--ratio", "2", "--policy", "static", "--interval", "1s"]);
+    // Longer than the test: the test ends them itself once tierd is gone.
+    let active = phase("active", 600);
+    let work = ["--size", &size_arg, "--hot", &hot, "--phase", &active, "--json", "--report", "5s"];
+    let a = d.run_workload("a", &["--size", &size_arg], &work);
+    let b = d.run_workload("b", &["--size", &size_arg], &work);
     wait_for("cold memory to reach the tier", Duration::from_secs(60), || {
-        d.status()["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > 150 * MIB)
+        d.status()["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > scaled(150 * MIB))
     });
+    for name in ["a", "b"] {
+        d.wait_filled(name, Duration::from_secs(60));
+    }
     let before = d.status();
     let tier_path = before["tier"]["swap_path"].as_str().unwrap().to_string();
 
@@ -170,18 +182,22 @@ fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
         let t = d.tenant(name);
         assert_eq!(t["state"], "running", "{t:#}");
         assert_eq!(t["pids"][0], pid, "{t:#}");
-        assert!(u(&t["quota_bytes"]) <= 260 * MIB, "{t:#}");
+        assert!(u(&t["quota_bytes"]) <= scaled(260 * MIB), "{t:#}");
     }
 
     // A clean stop now: limits lifted, tier read back and removed, tenants untouched.
     assert!(d.stop().success(), "{}", d.log());
     assert!(!swap_paths().contains(&tier_path), "{}", d.log());
     assert!(alive(a) && alive(b), "tenants keep running after tierd stops");
-    wait_for("workloads to finish", Duration::from_secs(180), || !alive(a) && !alive(b));
+    // No tierd to stop them: told by their PIDs, they verify every page and exit.
+    for pid in [a, b] {
+        send_signal(pid, libc::SIGTERM);
+    }
+    wait_for("workloads to verify and exit", Duration::from_secs(180), || !alive(a) && !alive(b));
     for name in ["a", "b"] {
         let s = d.summary(name);
         assert_eq!(u(&s["corrupt_pages"]), 0, "{s}");
-        assert_eq!(u(&s["verified_pages"]), 512 * MIB / 4096);
+        assert_eq!(u(&s["verified_pages"]), size / 4096);
     }
 }
 
@@ -458,30 +474,32 @@ fn doctor_names_the_cgroup_and_quota_mechanism_tierd_uses() {
 #[test]
 fn demote_and_prefetch_move_a_tenants_memory() {
     let _g = serial();
-    let mut d = Daemon::start(&["--dram-budget", "1G", "--policy", "static", "--interval", "1s"]);
+    let mib = |m: u64| scaled(m * MIB);
+    let mut d = Daemon::start(&["--dram-budget", &scaled_arg(1024), "--policy", "static", "--interval", "1s"]);
     let idle = phase("idle", 60);
-    d.run_workload("w", &["--size", "256M"], &["--size", "256M", "--hot", "16M", "--phase", &idle, "--json"]);
+    let size = scaled_arg(256);
+    d.run_workload("w", &["--size", &size], &["--size", &size, "--hot", &scaled_arg(16), "--phase", &idle, "--json"]);
     wait_for("the workload to fill its memory", Duration::from_secs(30), || {
-        d.tenant_stdout("w").contains("filled") || u(&d.tenant("w")["size_bytes"]) >= 250 * MIB
+        d.tenant_stdout("w").contains("filled") || u(&d.tenant("w")["size_bytes"]) >= mib(250)
     });
     pause(Duration::from_secs(2));
     let before = d.tenant("w");
-    assert!(u(&before["tier_bytes"]) < 10 * MIB, "{before:#}");
+    assert!(u(&before["tier_bytes"]) < mib(10), "{before:#}");
 
     let out = d.ctl(&["demote", "w"]);
     assert!(out.contains("demoted"), "{out}");
     pause(Duration::from_secs(2));
     let demoted = d.tenant("w");
-    assert!(u(&demoted["tier_bytes"]) >= 240 * MIB, "the whole footprint went to the tier: {demoted:#}");
+    assert!(u(&demoted["tier_bytes"]) >= mib(240), "the whole footprint went to the tier: {demoted:#}");
     assert!(
-        u(&demoted["dram_bytes"]) + 200 * MIB < u(&before["dram_bytes"]),
+        u(&demoted["dram_bytes"]) + mib(200) < u(&before["dram_bytes"]),
         "the swap cache was freed: {before:#} {demoted:#}"
     );
 
     let out = d.ctl(&["prefetch", "w"]);
     assert!(out.contains("prefetch of"), "{out}");
     wait_for("the prefetched pages to be back in DRAM", Duration::from_secs(20), || {
-        u(&d.tenant("w")["dram_bytes"]) >= 240 * MIB
+        u(&d.tenant("w")["dram_bytes"]) >= mib(240)
     });
     // The tenant rests: every read of the tier was tierd's own, none timed as the tier's
     // latency (in tierd's deep queue they read as a slow tier) over the next intervals.
@@ -494,7 +512,7 @@ fn demote_and_prefetch_move_a_tenants_memory() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let own = sampled(&mut d);
-    assert!(own < 100, "tierd's own 256 MiB of reads, about 8,000 samples if counted: {own} were");
+    assert!(own < 100, "tierd's own reads of the tenant, one sample per 32 KiB if counted: {own} were");
 
     // The tenant's own reads are: demoted again, it reads every page back as it verifies.
     d.ctl(&["demote", "w"]);
@@ -829,27 +847,31 @@ fn release_lifts_what_a_dead_tierd_left_and_tenants_keep_every_page() {
 #[test]
 fn tier_drain_refuses_what_does_not_fit_and_reads_back_what_does() {
     let _g = serial();
-    let mut d = Daemon::start(&["--dram-budget", "384M", "--ratio", "2", "--policy", "static", "--interval", "1s"]);
+    let budget = scaled_arg(384);
+    let mut d = Daemon::start(&["--dram-budget", &budget, "--ratio", "2", "--policy", "static", "--interval", "1s"]);
     let idle = phase("idle", 300);
-    d.run_workload("w", &["--size", "160M"], &["--size", "160M", "--hot", "16M", "--phase", &idle, "--json"]);
+    let small = scaled_arg(160);
+    d.run_workload("w", &["--size", &small], &["--size", &small, "--hot", &scaled_arg(16), "--phase", &idle, "--json"]);
     d.wait_filled("w", Duration::from_secs(30));
     d.ctl(&["demote", "w"]);
     let active = phase("active", 300);
-    let big = ["--size", "448M", "--hot", "32M", "--phase", &active, "--json"];
-    d.run_workload("big", &["--size", "448M"], &big);
+    let (big_size, big_hot) = (scaled_arg(448), scaled_arg(32));
+    let big = ["--size", big_size.as_str(), "--hot", &big_hot, "--phase", &active, "--json"];
+    d.run_workload("big", &["--size", &big_size], &big);
     d.wait_filled("big", Duration::from_secs(60));
     let tier_path = d.status()["tier"]["swap_path"].as_str().unwrap().to_string();
 
     let out = d.try_ctl(&["tier", "drain"]);
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(!out.status.success(), "608 MiB of tenants cannot all be in 384 MiB of DRAM");
-    assert!(err.contains("cannot drain the tier: it holds") && err.contains("of the 384 MiB budget in use"), "{err}");
+    assert!(!out.status.success(), "608 MiB of tenants cannot all be in 384 MiB of DRAM (at the test's scale)");
+    let in_use = format!("of the {} MiB budget in use", scaled(384 * MIB) / MIB);
+    assert!(err.contains("cannot drain the tier: it holds") && err.contains(&in_use), "{err}");
     assert!(swap_paths().contains(&tier_path), "a refused drain leaves the tier on");
 
     d.ctl(&["stop", "big"]);
     wait_for("big to verify and exit", Duration::from_secs(120), || d.tenant("big")["state"] == "exited");
     let on_tier = u(&d.tenant("w")["tier_bytes"]);
-    assert!(on_tier >= 100 * MIB, "w's demoted memory is still on the tier: {:#}", d.tenant("w"));
+    assert!(on_tier >= scaled(100 * MIB), "w's demoted memory is still on the tier: {:#}", d.tenant("w"));
     let out = d.ctl(&["tier", "drain"]);
     eprintln!("refused: {err}drained: {out}");
     assert!(out.contains("drained") && out.contains("back in DRAM"), "{out}");
@@ -869,7 +891,7 @@ fn tier_drain_refuses_what_does_not_fit_and_reads_back_what_does() {
     d.ctl(&["stop", "w"]);
     wait_for("w to verify and exit", Duration::from_secs(60), || d.tenant("w")["state"] == "exited");
     let s = d.summary("w");
-    assert_eq!((u(&s["corrupt_pages"]), u(&s["verified_pages"])), (0, 160 * MIB / 4096), "{s}");
+    assert_eq!((u(&s["corrupt_pages"]), u(&s["verified_pages"])), (0, scaled(160 * MIB) / 4096), "{s}");
     assert!(d.stop().success(), "{}", d.log());
     assert!(d.owned_swaps().is_empty(), "the new tier is swapped off on shutdown");
 }
