@@ -99,7 +99,7 @@ fn a_tenant_kept_off_the_tier_stays_in_dram_while_its_neighbour_swaps() {
         ["--size", size, "--hot", hot, "--phase", &p, "--json", "--report", "5s"].map(String::from)
     };
     d.run_workload("keep", &["--size", &arg(128), "--no-tier"], &work(&arg(128), &arg(16)));
-    // 128 MiB of DRAM is left to back the tier: 2 x 128 MiB of tier, 384 MiB for the rest.
+    // (At full size) 128 MiB of DRAM is left to back the tier: 2 x 128 MiB of tier, 384 MiB for the rest.
     let e = String::from_utf8_lossy(&d.try_ctl(&["run", "--size", &arg(400), "--", "true"]).stderr).to_string();
     assert!(e.contains("does not fit"), "{e}");
     d.run_workload("w", &["--size", &arg(384)], &work(&arg(384), &arg(32)));
@@ -571,7 +571,10 @@ fn a_hot_tenants_samples_refault_from_dram_after_a_read_back() {
     let reports = d.reports("w")[from..].to_vec();
     let majors: u64 = reports.iter().map(|r| u(&r["major_faults"])).sum();
     assert!(reports.len() >= 5 && reports.iter().all(|r| r["phase"] == "active"), "{reports:?}");
-    assert!(sampled >= 200, "the tracker sampled the tenant: {sampled} pages");
+    // Sampling's refaults are held to 1% of an interval in tier reads: a slow tier's
+    // read time (the tracker's) says why few were drawn.
+    let read_us = d.status()["tier"]["read_latency_us"].clone();
+    assert!(sampled >= 200, "the tracker sampled the tenant: {sampled} pages; tier reads took {read_us} µs");
     assert!(majors * 10 <= sampled, "{majors} major faults for {sampled} pages sampled: {reports:?}");
     eprintln!("{majors} major faults over {} s while {sampled} pages were sampled", reports.len());
 }
