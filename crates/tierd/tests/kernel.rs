@@ -88,7 +88,7 @@ fn two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing(
 #[test]
 fn a_tenant_kept_off_the_tier_stays_in_dram_while_its_neighbour_swaps() {
     let _g = serial();
-    let (mib, arg) = (|m: u64| scaled(m * MIB), scaled_arg);
+    let (mib, arg) = (scaled_mib, scaled_arg);
     let mut d = Daemon::start(&["--dram-budget", &arg(256), "--ratio", "2", "--interval", "1s"]);
     let e = String::from_utf8_lossy(&d.try_ctl(&["run", "--no-tier", "--", "true"]).stderr).to_string();
     assert!(e.contains("--size"), "--no-tier needs the size to set aside: {e}");
@@ -152,7 +152,7 @@ fn a_tenant_that_exits_just_before_tierd_stops_leaves_no_cgroup_behind() {
 #[test]
 fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
     let _g = serial();
-    let (size, size_arg, hot) = (scaled(512 * MIB), scaled_arg(512), scaled_arg(64));
+    let (size, size_arg, hot) = (scaled_mib(512), scaled_arg(512), scaled_arg(64));
     let mut d = Daemon::start(&["--dram-budget", &size_arg, "--ratio", "2", "--policy", "static", "--interval", "1s"]);
     // Longer than the test: the test ends them itself once tierd is gone.
     let active = phase("active", 600);
@@ -160,7 +160,7 @@ fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
     let a = d.run_workload("a", &["--size", &size_arg], &work);
     let b = d.run_workload("b", &["--size", &size_arg], &work);
     wait_for("cold memory to reach the tier", Duration::from_secs(60), || {
-        d.status()["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > scaled(150 * MIB))
+        d.status()["tenants"].as_array().unwrap().iter().all(|t| u(&t["tier_bytes"]) > scaled_mib(150))
     });
     for name in ["a", "b"] {
         d.wait_filled(name, Duration::from_secs(60));
@@ -182,7 +182,7 @@ fn kill9_leaves_tenants_running_and_a_restarted_tierd_readopts_them() {
         let t = d.tenant(name);
         assert_eq!(t["state"], "running", "{t:#}");
         assert_eq!(t["pids"][0], pid, "{t:#}");
-        assert!(u(&t["quota_bytes"]) <= scaled(260 * MIB), "{t:#}");
+        assert!(u(&t["quota_bytes"]) <= scaled_mib(260), "{t:#}");
     }
 
     // A clean stop now: limits lifted, tier read back and removed, tenants untouched.
@@ -384,7 +384,7 @@ fn memory_charged_before_attach_is_counted_and_tiered() {
     // A 16 s window: under one shared limit, regions idle a window go out ahead of the
     // kernel's reclaim (and only tierd's demotion can reach these pages).
     // Sizes shrink in the emulated guests, whose tier disk takes a few MiB/s.
-    let (budget, size, hot, tiered) = (scaled(256 * MIB), scaled(384 * MIB), scaled(32 * MIB), scaled(96 * MIB));
+    let (budget, size, hot, tiered) = (scaled_mib(256), scaled_mib(384), scaled_mib(32), scaled_mib(96));
     let mut d =
         Daemon::start(&["--dram-budget", &budget.to_string(), "--ratio", "2", "--interval", "1s", "--window", "16s"]);
     let out = d.state_dir().join("old.out");
@@ -474,7 +474,7 @@ fn doctor_names_the_cgroup_and_quota_mechanism_tierd_uses() {
 #[test]
 fn demote_and_prefetch_move_a_tenants_memory() {
     let _g = serial();
-    let mib = |m: u64| scaled(m * MIB);
+    let mib = scaled_mib;
     let mut d = Daemon::start(&["--dram-budget", &scaled_arg(1024), "--policy", "static", "--interval", "1s"]);
     let idle = phase("idle", 60);
     let size = scaled_arg(256);
@@ -551,7 +551,7 @@ fn a_hot_tenants_samples_refault_from_dram_after_a_read_back() {
         "--sample-pages",
         "256",
     ]);
-    let size = (64.0 * size_scale()) as u64 * MIB;
+    let size = scaled_mib(64);
     let active = phase("active", 60);
     let bytes = size.to_string();
     let workload = ["--size", &bytes, "--hot", &bytes, "--phase", &active, "--json", "--report", "1s"];
@@ -867,14 +867,14 @@ fn tier_drain_refuses_what_does_not_fit_and_reads_back_what_does() {
     let out = d.try_ctl(&["tier", "drain"]);
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(!out.status.success(), "608 MiB of tenants cannot all be in 384 MiB of DRAM (at the test's scale)");
-    let in_use = format!("of the {} MiB budget in use", scaled(384 * MIB) / MIB);
+    let in_use = format!("of the {} MiB budget in use", scaled_mib(384) / MIB);
     assert!(err.contains("cannot drain the tier: it holds") && err.contains(&in_use), "{err}");
     assert!(swap_paths().contains(&tier_path), "a refused drain leaves the tier on");
 
     d.ctl(&["stop", "big"]);
     wait_for("big to verify and exit", Duration::from_secs(120), || d.tenant("big")["state"] == "exited");
     let on_tier = u(&d.tenant("w")["tier_bytes"]);
-    assert!(on_tier >= scaled(100 * MIB), "w's demoted memory is still on the tier: {:#}", d.tenant("w"));
+    assert!(on_tier >= scaled_mib(100), "w's demoted memory is still on the tier: {:#}", d.tenant("w"));
     let out = d.ctl(&["tier", "drain"]);
     eprintln!("refused: {err}drained: {out}");
     assert!(out.contains("drained") && out.contains("back in DRAM"), "{out}");
@@ -894,7 +894,7 @@ fn tier_drain_refuses_what_does_not_fit_and_reads_back_what_does() {
     d.ctl(&["stop", "w"]);
     wait_for("w to verify and exit", Duration::from_secs(60), || d.tenant("w")["state"] == "exited");
     let s = d.summary("w");
-    assert_eq!((u(&s["corrupt_pages"]), u(&s["verified_pages"])), (0, scaled(160 * MIB) / 4096), "{s}");
+    assert_eq!((u(&s["corrupt_pages"]), u(&s["verified_pages"])), (0, scaled_mib(160) / 4096), "{s}");
     assert!(d.stop().success(), "{}", d.log());
     assert!(d.owned_swaps().is_empty(), "the new tier is swapped off on shutdown");
 }

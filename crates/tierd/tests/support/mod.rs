@@ -122,9 +122,14 @@ pub fn scaled(bytes: u64) -> u64 {
     ((bytes as f64 * size_scale() / MIB as f64).round() as u64).max(1) * MIB
 }
 
+/// `mib` MiB times [`size_scale`], in bytes.
+pub fn scaled_mib(mib: u64) -> u64 {
+    scaled(mib * MIB)
+}
+
 /// `mib` MiB times [`size_scale`], as a size argument (`64M`).
 pub fn scaled_arg(mib: u64) -> String {
-    format!("{}M", scaled(mib * MIB) / MIB)
+    format!("{}M", scaled_mib(mib) / MIB)
 }
 
 /// A workload phase (`active:40s`) made [`time_scale`] times longer: a tenant must
