@@ -243,7 +243,10 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     // Computed once: the read room and the room demotions below draw on the same list.
     let cold = cold_regions(&states, window, thrash_idle);
     let offered = match mode {
-        Mode::Shared { .. } if throttled.is_none() => Some(shared_read_room(snap, &cold, states.len(), per_tenant)),
+        Mode::Shared { .. } if throttled.is_none() => Some(ReadRoom {
+            cold: shared_read_room(snap, &cold, states.len(), per_tenant),
+            resting: resting_held(&states, &cold),
+        }),
         _ => None,
     };
     let mut read_room = offered;
@@ -251,7 +254,8 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     // What a thrashing tenant reads back is made room for by demoting what it was
     // counted against: reclaim at the shared limit would take from every tenant by its
     // size, hot sets included.
-    let min_idle = if offered != read_room { thrash_idle } else { window };
+    let drew = offered.zip(read_room).is_some_and(|(o, r)| r.cold < o.cold);
+    let min_idle = if drew { thrash_idle } else { window };
     let caps = match mode {
         Mode::Shared { .. } => cache_caps(snap, &states, &prefetches),
         Mode::Quotas => vec![None; states.len()],
@@ -404,6 +408,38 @@ fn room_demotions<'a>(
     out
 }
 
+/// What tenants without a quota of their own may read back this pass under one shared
+/// limit: a read-back beyond it makes the kernel's reclaim take pages someone touches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ReadRoom {
+    /// Room for any tenant: [`shared_read_room`].
+    cold: u64,
+    /// What resting tenants hold: room too for a working set read back whole, which
+    /// will all be touched while they touch none of theirs (the kernel's LRU's choice).
+    resting: u64,
+}
+
+impl ReadRoom {
+    fn for_tenant(&self, whole: bool) -> u64 {
+        if whole { self.cold + self.resting } else { self.cold }
+    }
+
+    /// Draws `bytes`, from the cold room first.
+    fn take(&mut self, bytes: u64) {
+        let from_resting = bytes.saturating_sub(self.cold);
+        self.cold = self.cold.saturating_sub(bytes);
+        self.resting = self.resting.saturating_sub(from_resting);
+    }
+}
+
+/// DRAM held by resting tenants beyond what `cold` counts already, pages cached on the
+/// tier aside.
+fn resting_held(states: &[State], cold: &[(usize, &Region)]) -> u64 {
+    let held: u64 = states.iter().filter(|s| !s.working).map(|s| s.view.dram.saturating_sub(s.view.swap_cached)).sum();
+    let counted: u64 = cold.iter().filter(|(i, _)| !states[*i].working).map(|(_, r)| r.dram_bytes).sum();
+    held.saturating_sub(counted)
+}
+
 /// Under one shared limit, what a thrashing tenant may read back this pass: DRAM under
 /// the budget's margin that nobody holds, and the regions of `cold` (idle two intervals:
 /// a thrashing hot set touches its pages every interval), which [`room_demotions`]
@@ -485,7 +521,7 @@ fn reason(s: &State, quota: Option<u64>, window: f64) -> String {
 fn prefetches_of(
     states: &[State],
     quotas: &[Option<u64>],
-    read_room: &mut Option<u64>,
+    read_room: &mut Option<ReadRoom>,
     snap: &Snapshot,
     k: &Knobs,
 ) -> Vec<Prefetch> {
@@ -502,14 +538,27 @@ fn prefetches_of(
 /// set is out on the tier, within its room. Whole when it just woke, or when it is
 /// steep and faulting (every page out there will be touched). Otherwise, thrashing
 /// under one shared limit (a hot set thrashing slowly returns too few samples to read
-/// steep), only into `read_room` ([`shared_read_room`]): what it touched within the
-/// window ranks above memory idle a window, but not above a neighbour's hot set.
-fn prefetch_of(s: &State, quota: Option<u64>, read_room: &mut Option<u64>, snap: &Snapshot, k: &Knobs) -> Prefetch {
+/// steep), only into the cold part of `read_room` ([`ReadRoom`]): what it touched
+/// within the window ranks above memory idle a window, but not above a neighbour's hot
+/// set. Without a quota of its own a whole read-back too stays within `read_room`.
+fn prefetch_of(
+    s: &State,
+    quota: Option<u64>,
+    read_room: &mut Option<ReadRoom>,
+    snap: &Snapshot,
+    k: &Knobs,
+) -> Prefetch {
     let t = s.view;
     let window = snap.window_secs.max(snap.interval_secs);
     let faulting = t.tier_faults_per_sec >= FAULTING;
     let whole = s.woke_within(window) || (s.curve.steep && faulting);
-    let into_room = if whole { None } else { read_room.as_mut().filter(|_| s.thrashing()) };
+    // At the shared limit the kernel's reclaim takes what it reads back from someone:
+    // a sweeper that woke would push out its neighbours' hot sets (noisy-neighbour).
+    let into_room = match (whole, quota) {
+        (true, Some(_)) => None,
+        (true, None) => read_room.as_mut(),
+        (false, _) => read_room.as_mut().filter(|_| s.thrashing()),
+    };
     if !s.working || !(whole || into_room.is_some()) {
         return Prefetch::default();
     }
@@ -520,14 +569,14 @@ fn prefetch_of(s: &State, quota: Option<u64>, read_room: &mut Option<u64>, snap:
     let room = moves::prefetch_room(quota, t.dram)
         .min(want.saturating_sub(moves::working_set_held(t, window)))
         .min((k.prefetch_rate as f64 * snap.interval_secs) as u64)
-        .min(into_room.as_deref().copied().unwrap_or(u64::MAX));
+        .min(into_room.as_deref().map_or(u64::MAX, |r| r.for_tenant(whole)));
     // Scattered regions only where a read is quick (a green tier: hundreds of
     // thousands of reads a second to spare); on a slow device they queue ahead of
     // the demand faults of everyone.
     let spare_reads = snap.tier.read_latency_us.is_none_or(|us| average_latency(us) == crate::health::Colour::Green);
     let p = moves::prefetch(t, window, room, spare_reads);
     if let Some(left) = into_room {
-        *left = left.saturating_sub(p.tier_bytes);
+        left.take(p.tier_bytes);
     }
     p
 }
@@ -983,6 +1032,54 @@ mod tests {
         let mut slow = snap_of(GIB, vec![t]);
         slow.tier.read_latency_us = Some(7000.0);
         assert_eq!(plan(&slow, &K).tenants[0].prefetch.len(), 32, "a slow tier reads runs only");
+    }
+
+    /// noisy-neighbour at a pass after the sweeper woke: three steady tenants hold
+    /// 300 MiB each, 128 MiB of it touched every interval and all of it within the
+    /// window; `noisy` woke 10 s ago, sweeps its 1200 MiB at random and holds 100 MiB.
+    fn sweeper_woke_beside(steady: impl Fn(&str) -> TenantView) -> Snapshot {
+        let mut noisy = working("noisy", 1200 * MIB, 1200 * MIB, 100 * MIB, 0.9);
+        (noisy.since_rest_secs, noisy.rest_began_secs) = (Some(10.0), Some(35.0));
+        noisy.tier_faults_per_sec = 20_000.0;
+        noisy.regions =
+            (0..600).map(|i| region(i, 5.0, (i < 50) as u64 * 2 * MIB, (i >= 50) as u64 * 2 * MIB, false)).collect();
+        let others = (1..=3).map(|i| {
+            let mut s = steady(&format!("s{i}"));
+            s.regions = (0..150)
+                .map(|j| region(1000 * i + j, 1.0 + (j >= 64) as u64 as f64 * 20.0, 2 * MIB, 0, false))
+                .collect();
+            s
+        });
+        let mut s = snap_of(GIB, others.chain(std::iter::once(noisy)).collect());
+        (s.interval_secs, s.window_secs) = (5.0, 30.0);
+        s
+    }
+
+    #[test]
+    fn a_woken_tenant_without_a_quota_reads_back_only_what_its_neighbours_leave_idle_or_rest_on() {
+        let working_steady = |name: &str| {
+            let mut t = working(name, 512 * MIB, 128 * MIB, 300 * MIB, 0.0);
+            t.activeness.as_mut().unwrap().touched_in_window_bytes = Some(300 * MIB);
+            t
+        };
+        let p = plan(&sweeper_woke_beside(working_steady), &K);
+        let noisy = &p.tenants[3];
+        assert_eq!(noisy.quota, None, "{}", noisy.reason);
+        // DRAM is full and the neighbours touched all they hold within the window: a
+        // read-back would push out their pages, which they touch as often.
+        assert_eq!(noisy.prefetch, Vec::new(), "{}", noisy.reason);
+        // Resting, what they hold is what the sweeper's working set may take.
+        let resting = |name: &str| {
+            let mut t = working(name, 512 * MIB, 128 * MIB, 300 * MIB, 0.0);
+            t.activeness = Some(uniform(0));
+            t.demand_cores = 0.0;
+            (t.at_rest_secs, t.rest_began_secs) = (Some(20.0), Some(20.0));
+            t
+        };
+        let p = plan(&sweeper_woke_beside(resting), &K);
+        let noisy = &p.tenants[3];
+        let read: u64 = noisy.prefetch.iter().map(|r| r.len).sum();
+        assert_eq!(read, 900 * MIB, "all three hold, no more (DRAM is full): {}", noisy.reason);
     }
 
     #[test]
