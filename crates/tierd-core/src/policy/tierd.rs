@@ -410,7 +410,7 @@ fn room_demotions<'a>(
 
 /// What tenants without a quota of their own may read back this pass under one shared
 /// limit: a read-back beyond it makes the kernel's reclaim take pages someone touches.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 struct ReadRoom {
     /// Room for any tenant: [`shared_read_room`].
     cold: u64,
@@ -1045,9 +1045,8 @@ mod tests {
             (0..600).map(|i| region(i, 5.0, (i < 50) as u64 * 2 * MIB, (i >= 50) as u64 * 2 * MIB, false)).collect();
         let others = (1..=3).map(|i| {
             let mut s = steady(&format!("s{i}"));
-            s.regions = (0..150)
-                .map(|j| region(1000 * i + j, 1.0 + (j >= 64) as u64 as f64 * 20.0, 2 * MIB, 0, false))
-                .collect();
+            s.regions =
+                (0..150).map(|j| region(1000 * i + j, if j < 64 { 1.0 } else { 21.0 }, 2 * MIB, 0, false)).collect();
             s
         });
         let mut s = snap_of(GIB, others.chain(std::iter::once(noisy)).collect());
