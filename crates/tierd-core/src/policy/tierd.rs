@@ -540,7 +540,7 @@ fn prefetches_of(
 /// under one shared limit (a hot set thrashing slowly returns too few samples to read
 /// steep), only into the cold part of `read_room` ([`ReadRoom`]): what it touched
 /// within the window ranks above memory idle a window, but not above a neighbour's hot
-/// set. Without a quota of its own a whole read-back too stays within `read_room`.
+/// set. A whole read-back too stays within `read_room`, which exists only at the shared limit.
 fn prefetch_of(
     s: &State,
     quota: Option<u64>,
@@ -552,13 +552,10 @@ fn prefetch_of(
     let window = snap.window_secs.max(snap.interval_secs);
     let faulting = t.tier_faults_per_sec >= FAULTING;
     let whole = s.woke_within(window) || (s.curve.steep && faulting);
-    // At the shared limit the kernel's reclaim takes what it reads back from someone:
-    // a sweeper that woke would push out its neighbours' hot sets (noisy-neighbour).
-    let into_room = match (whole, quota) {
-        (true, Some(_)) => None,
-        (true, None) => read_room.as_mut(),
-        (false, _) => read_room.as_mut().filter(|_| s.thrashing()),
-    };
+    // There is a read room only at the shared limit, whose reclaim takes what anyone
+    // reads back from someone: a sweeper that woke would push out its neighbours' hot
+    // sets (noisy-neighbour).
+    let into_room = read_room.as_mut().filter(|_| whole || s.thrashing());
     if !s.working || !(whole || into_room.is_some()) {
         return Prefetch::default();
     }
