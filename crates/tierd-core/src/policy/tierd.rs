@@ -58,6 +58,10 @@ struct State<'a> {
     /// worth (weighted work a second).
     kept: u64,
     keep_value: f64,
+    /// Working, it touches more every interval than its working set holds: then its
+    /// memory outside that set is in use too, however idle its regions last looked (a
+    /// sweeper that just woke touches what it only filled as often as what it faulted on).
+    beyond_working_set: bool,
 }
 
 impl State<'_> {
@@ -100,7 +104,9 @@ fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State
     let read_back = fault / PAGE * (runs / RUN_READS_SAVED + (1.0 - runs));
     let wake = t.mean_rest_secs.map_or(0.5, |m| (k.horizon_secs / m.max(1.0)).min(1.0));
     let keep_value = weight * wake * read_back / k.horizon_secs;
-    State { view: t, working, curve, floor, cap, weight, kept, keep_value }
+    let ws: u64 = moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
+    let beyond_working_set = working && curve.hot > ws;
+    State { view: t, working, curve, floor, cap, weight, kept, keep_value, beyond_working_set }
 }
 
 /// The value curve of a tenant's claim. Working: the work its DRAM buys it, less, below
@@ -243,19 +249,19 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     // Computed once: the read room and the room demotions below draw on the same list.
     let cold = cold_regions(&states, window, thrash_idle);
     let offered = match mode {
-        Mode::Shared { .. } if throttled.is_none() => Some(ReadRoom {
-            cold: shared_read_room(snap, &cold, states.len(), per_tenant),
-            resting: resting_held(&states, &cold),
-        }),
+        Mode::Shared { .. } if throttled.is_none() => Some(shared_read_room(snap, &states, &cold, per_tenant)),
         _ => None,
     };
-    let mut read_room = offered;
+    let mut read_room = offered.clone();
     let prefetches = prefetches_of(&states, &quotas, &mut read_room, snap, k);
     // What a thrashing tenant reads back is made room for by demoting what it was
     // counted against: reclaim at the shared limit would take from every tenant by its
     // size, hot sets included.
     let drew = offered.zip(read_room).is_some_and(|(o, r)| r.cold < o.cold);
     let min_idle = if drew { thrash_idle } else { window };
+    // Nor is a tenant's read-back made room for by its own memory as hot as what it reads.
+    let reading: Vec<bool> = prefetches.iter().map(|p| p.tier_bytes > 0).collect();
+    let cold: Vec<_> = cold.into_iter().filter(|&(i, _)| !reading[i] || !states[i].beyond_working_set).collect();
     let caps = match mode {
         Mode::Shared { .. } => cache_caps(snap, &states, &prefetches),
         Mode::Quotas => vec![None; states.len()],
@@ -410,18 +416,22 @@ fn room_demotions<'a>(
 
 /// What tenants without a quota of their own may read back this pass under one shared
 /// limit: a read-back beyond it makes the kernel's reclaim take pages someone touches.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ReadRoom {
     /// Room for any tenant: [`shared_read_room`].
     cold: u64,
     /// What resting tenants hold: room too for a working set read back whole, which
     /// will all be touched while they touch none of theirs (the kernel's LRU's choice).
     resting: u64,
+    /// Per tenant, the part of `cold` that is its own memory, where that is no room for
+    /// its own read-back ([`State::beyond_working_set`]).
+    own: Vec<u64>,
 }
 
 impl ReadRoom {
-    fn for_tenant(&self, whole: bool) -> u64 {
-        if whole { self.cold + self.resting } else { self.cold }
+    fn for_tenant(&self, i: usize, whole: bool) -> u64 {
+        let cold = self.cold.saturating_sub(self.own[i]);
+        if whole { cold + self.resting } else { cold }
     }
 
     /// Draws `bytes`, from the cold room first.
@@ -440,16 +450,25 @@ fn resting_held(states: &[State], cold: &[(usize, &Region)]) -> u64 {
     held.saturating_sub(counted)
 }
 
-/// Under one shared limit, what a thrashing tenant may read back this pass: DRAM under
-/// the budget's margin that nobody holds, and the regions of `cold` (idle two intervals:
-/// a thrashing hot set touches its pages every interval), which [`room_demotions`]
-/// then demotes. A read-back beyond that would make the kernel's reclaim take pages
-/// someone touches as often, a neighbour's hot set among them.
-fn shared_read_room(snap: &Snapshot, cold: &[(usize, &Region)], tenants: usize, per_tenant: u64) -> u64 {
+/// Under one shared limit, what tenants may read back this pass ([`ReadRoom`]). Its
+/// cold part: DRAM under the budget's margin that nobody holds, and the regions of
+/// `cold` (idle two intervals: a thrashing hot set touches its pages every interval),
+/// which [`room_demotions`] then demotes. A read-back beyond that would make the
+/// kernel's reclaim take pages someone touches as often, a neighbour's hot set among them.
+fn shared_read_room(snap: &Snapshot, states: &[State], cold: &[(usize, &Region)], per_tenant: u64) -> ReadRoom {
     let held = snap.tenants.iter().map(|t| t.dram.saturating_sub(t.swap_cached)).sum();
-    let idle: u64 =
-        room_demotions(cold, tenants, u64::MAX, 0.0, per_tenant).iter().flatten().map(|r| r.dram_bytes).sum();
-    moves::prefetch_room(Some(snap.dram_budget), held) + idle
+    let idle = room_demotions(cold, states.len(), u64::MAX, 0.0, per_tenant);
+    let own = idle
+        .iter()
+        .zip(states)
+        .map(|(rs, s)| if s.beyond_working_set { rs.iter().map(|r| r.dram_bytes).sum() } else { 0 })
+        .collect();
+    let idle: u64 = idle.iter().flatten().map(|r| r.dram_bytes).sum();
+    ReadRoom {
+        cold: moves::prefetch_room(Some(snap.dram_budget), held) + idle,
+        resting: resting_held(states, cold),
+        own,
+    }
 }
 
 /// Regions the kernel's LRU would give up first, the host's coldest first: seen idle a
@@ -529,7 +548,7 @@ fn prefetches_of(
     order.sort_by(|&a, &b| states[b].view.tier_faults_per_sec.total_cmp(&states[a].view.tier_faults_per_sec));
     let mut out = vec![Prefetch::default(); states.len()];
     for i in order {
-        out[i] = prefetch_of(&states[i], quotas[i], read_room, snap, k);
+        out[i] = prefetch_of(i, &states[i], quotas[i], read_room, snap, k);
     }
     out
 }
@@ -542,6 +561,7 @@ fn prefetches_of(
 /// within the window ranks above memory idle a window, but not above a neighbour's hot
 /// set. A whole read-back too stays within `read_room`, which exists only at the shared limit.
 fn prefetch_of(
+    i: usize,
     s: &State,
     quota: Option<u64>,
     read_room: &mut Option<ReadRoom>,
@@ -566,7 +586,7 @@ fn prefetch_of(
     let room = moves::prefetch_room(quota, t.dram)
         .min(want.saturating_sub(moves::working_set_held(t, window)))
         .min((k.prefetch_rate as f64 * snap.interval_secs) as u64)
-        .min(into_room.as_deref().map_or(u64::MAX, |r| r.for_tenant(whole)));
+        .min(into_room.as_deref().map_or(u64::MAX, |r| r.for_tenant(i, whole)));
     // Scattered regions only where a read is quick (a green tier: hundreds of
     // thousands of reads a second to spare); on a slow device they queue ahead of
     // the demand faults of everyone.
@@ -1076,6 +1096,45 @@ mod tests {
         let noisy = &p.tenants[3];
         let read: u64 = noisy.prefetch.iter().map(|r| r.len).sum();
         assert_eq!(read, 900 * MIB, "all three hold, no more (DRAM is full): {}", noisy.reason);
+    }
+
+    #[test]
+    fn a_woken_sweeper_makes_no_room_for_its_read_back_from_memory_it_only_filled() {
+        // noisy-neighbour 3 s after the sweeper woke (2026-12-07's real run): it filled
+        // 1200 MiB, rested 25 s and now sweeps all of it, 800 MiB an interval. It holds
+        // 500 MiB it only filled (idle 40 s: no reuse seen); its working set is the 700 MiB
+        // on the tier it faulted on since it woke. The neighbours hold their hot sets and
+        // 200 MiB is free.
+        let mut noisy = working("noisy", 1200 * MIB, 800 * MIB, 500 * MIB, 0.9);
+        (noisy.since_rest_secs, noisy.rest_began_secs) = (Some(3.0), Some(28.0));
+        noisy.tier_faults_per_sec = 20_000.0;
+        noisy.regions = (0..600)
+            .map(|i| {
+                let filled = i < 250;
+                let mut r = region(i, 2.0, filled as u64 * 2 * MIB, !filled as u64 * 2 * MIB, false);
+                if filled {
+                    (r.idle_secs, r.reused_secs, r.cold_samples) = (Some(40.0), None, 1);
+                }
+                r
+            })
+            .collect();
+        let steady = (1..=3).map(|i| {
+            let mut t = working(&format!("s{i}"), 512 * MIB, 100 * MIB, 100 * MIB, 0.0);
+            t.regions = (0..50).map(|j| region(1000 * i + j, 1.0, 2 * MIB, 0, false)).collect();
+            t
+        });
+        let mut s = snap_of(GIB, steady.chain(std::iter::once(noisy)).collect());
+        (s.interval_secs, s.window_secs) = (5.0, 30.0);
+        let p = plan(&s, &K);
+        let noisy = &p.tenants[3];
+        assert_eq!(noisy.quota, None, "{}", noisy.reason);
+        // It touches more than its working set, so what it filled is in use too:
+        // demoting it to read back what it faulted on trades its pages for as hot ones.
+        // Only the DRAM nobody holds is room.
+        assert!(noisy.demote.is_empty(), "{}", noisy.reason);
+        let read: u64 = noisy.prefetch.iter().map(|r| r.len).sum();
+        let free = moves::prefetch_room(Some(GIB), 800 * MIB);
+        assert!(read > 0 && read <= free, "read {} of {} free: {}", human(read), human(free), noisy.reason);
     }
 
     #[test]
