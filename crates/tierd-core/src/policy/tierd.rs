@@ -58,10 +58,10 @@ struct State<'a> {
     /// worth (weighted work a second).
     kept: u64,
     keep_value: f64,
-    /// Working, it touches more every interval than its working set holds: then its
-    /// memory outside that set is in use too, however idle its regions last looked (a
-    /// sweeper that just woke touches what it only filled as often as what it faulted on).
-    beyond_working_set: bool,
+    /// Working, it touches more every interval than it holds: then what it holds is in
+    /// use, however idle its regions last looked (their samples stayed out while it
+    /// rested; a sweeper that just woke touches what it only filled as often as the rest).
+    touches_more_than_held: bool,
 }
 
 impl State<'_> {
@@ -104,9 +104,8 @@ fn state<'a>(t: &'a TenantView, snap: &Snapshot, k: &Knobs, fault: f64) -> State
     let read_back = fault / PAGE * (runs / RUN_READS_SAVED + (1.0 - runs));
     let wake = t.mean_rest_secs.map_or(0.5, |m| (k.horizon_secs / m.max(1.0)).min(1.0));
     let keep_value = weight * wake * read_back / k.horizon_secs;
-    let ws: u64 = moves::working_set(t, window).map(|r| r.dram_bytes + r.tier_bytes).sum();
-    let beyond_working_set = working && curve.hot > ws;
-    State { view: t, working, curve, floor, cap, weight, kept, keep_value, beyond_working_set }
+    let touches_more_than_held = working && curve.hot > t.dram;
+    State { view: t, working, curve, floor, cap, weight, kept, keep_value, touches_more_than_held }
 }
 
 /// The value curve of a tenant's claim. Working: the work its DRAM buys it, less, below
@@ -261,7 +260,7 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     let min_idle = if drew { thrash_idle } else { window };
     // Nor is a tenant's read-back made room for by its own memory as hot as what it reads.
     let reading: Vec<bool> = prefetches.iter().map(|p| p.tier_bytes > 0).collect();
-    let cold: Vec<_> = cold.into_iter().filter(|&(i, _)| !reading[i] || !states[i].beyond_working_set).collect();
+    let cold: Vec<_> = cold.into_iter().filter(|&(i, _)| !reading[i] || !states[i].touches_more_than_held).collect();
     let caps = match mode {
         Mode::Shared { .. } => cache_caps(snap, &states, &prefetches),
         Mode::Quotas => vec![None; states.len()],
@@ -424,7 +423,7 @@ struct ReadRoom {
     /// will all be touched while they touch none of theirs (the kernel's LRU's choice).
     resting: u64,
     /// Per tenant, the part of `cold` that is its own memory, where that is no room for
-    /// its own read-back ([`State::beyond_working_set`]).
+    /// its own read-back ([`State::touches_more_than_held`]).
     own: Vec<u64>,
 }
 
@@ -461,7 +460,7 @@ fn shared_read_room(snap: &Snapshot, states: &[State], cold: &[(usize, &Region)]
     let own = idle
         .iter()
         .zip(states)
-        .map(|(rs, s)| if s.beyond_working_set { rs.iter().map(|r| r.dram_bytes).sum() } else { 0 })
+        .map(|(rs, s)| if s.touches_more_than_held { rs.iter().map(|r| r.dram_bytes).sum() } else { 0 })
         .collect();
     let idle: u64 = idle.iter().flatten().map(|r| r.dram_bytes).sum();
     ReadRoom {
@@ -1102,9 +1101,9 @@ mod tests {
     fn a_woken_sweeper_makes_no_room_for_its_read_back_from_memory_it_only_filled() {
         // noisy-neighbour 3 s after the sweeper woke (2026-12-07's real run): it filled
         // 1200 MiB, rested 25 s and now sweeps all of it, 800 MiB an interval. It holds
-        // 500 MiB it only filled (idle 40 s: no reuse seen); its working set is the 700 MiB
-        // on the tier it faulted on since it woke. The neighbours hold their hot sets and
-        // 200 MiB is free.
+        // 500 MiB it only filled (idle 40 s, samples stayed out while it rested); the
+        // rest, on the tier, it faulted on since it woke. The neighbours hold their hot
+        // sets and 200 MiB is free.
         let mut noisy = working("noisy", 1200 * MIB, 800 * MIB, 500 * MIB, 0.9);
         (noisy.since_rest_secs, noisy.rest_began_secs) = (Some(3.0), Some(28.0));
         noisy.tier_faults_per_sec = 20_000.0;
@@ -1128,9 +1127,9 @@ mod tests {
         let p = plan(&s, &K);
         let noisy = &p.tenants[3];
         assert_eq!(noisy.quota, None, "{}", noisy.reason);
-        // It touches more than its working set, so what it filled is in use too:
-        // demoting it to read back what it faulted on trades its pages for as hot ones.
-        // Only the DRAM nobody holds is room.
+        // It touches more than it holds, so what it filled is in use too: demoting
+        // that to read back what it faulted on trades its pages for as hot ones. Only
+        // the DRAM nobody holds is room.
         assert!(noisy.demote.is_empty(), "{}", noisy.reason);
         let read: u64 = noisy.prefetch.iter().map(|r| r.len).sum();
         let free = moves::prefetch_room(Some(GIB), 800 * MIB);
