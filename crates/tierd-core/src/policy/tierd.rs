@@ -258,7 +258,8 @@ pub fn plan(snap: &Snapshot, k: &Knobs) -> Plan {
     // size, hot sets included.
     let drew = offered.zip(read_room).is_some_and(|(o, r)| r.cold < o.cold);
     let min_idle = if drew { thrash_idle } else { window };
-    // Nor is a tenant's read-back made room for by its own memory as hot as what it reads.
+    // Nor does a reader that touches more than it holds make room of its own memory:
+    // what it holds is as hot as what it reads ([`State::touches_more_than_held`]).
     let reading: Vec<bool> = prefetches.iter().map(|p| p.tier_bytes > 0).collect();
     let cold: Vec<_> = cold.into_iter().filter(|&(i, _)| !reading[i] || !states[i].touches_more_than_held).collect();
     let caps = match mode {
