@@ -422,6 +422,7 @@ mod tests {
             tierd_cpu_percent: 0.1,
             moving_cpu_percent: None,
             tracker_cpu_per_8gib: None,
+            tier_tail: None,
             failed: Vec::new(),
         };
         let m = |mode, firsts: &[f64]| ModeResult {

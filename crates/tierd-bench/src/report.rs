@@ -97,7 +97,10 @@ fn header(r: &Results) -> String {
          `swap` (plain Linux: one limit equal to the DRAM budget, tierd's `none` policy), `static` (fixed \
          quotas), `tierd` (the policy). `tierd CPU` is the whole daemon over the run (tracking, paging out and \
          in, the API), % of one core; `tracking CPU per 8 GiB` is the trackers' own thread CPU until near the end, \
-         scaled to 8 GiB of tenant memory (the budget is 1%).\n",
+         scaled to 8 GiB of tenant memory (the budget is 1%). `tier read p99` is the median of tierd's 10 s \
+         p99 of the tenants' tier reads, read every 5 s through each run, with the range of the repetitions; \
+         health's bands are 2 and 8 ms; — where too few reads were timed (points run before 2026-12-07 \
+         did not record it).\n",
         r.reps, r.scale, r.tier
     );
     // A tierd figure is the policy's it ran: say when the points mix generations.
@@ -160,7 +163,7 @@ fn point_section(r: &Results, p: &PointResult) -> String {
         _ => format!("; taken by the latest run ({}, {named})", r.run.commit),
     };
     let mut md = format!(
-        "\n### {} — {} of tenant memory on {} of DRAM{}\n\n{reps} repetition(s){when}.\n\n| mode | relative | throughput (ops/s) | p99 (µs) | p99 ratio | per tenant (relative) | health | tierd CPU | tracking CPU per 8 GiB |\n|---|---|---|---|---|---|---|---|---|\n",
+        "\n### {} — {} of tenant memory on {} of DRAM{}\n\n{reps} repetition(s){when}.\n\n| mode | relative | throughput (ops/s) | p99 (µs) | p99 ratio | per tenant (relative) | health | tierd CPU | tracking CPU per 8 GiB | tier read p99 (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n",
         p.point,
         human(p.tenant_memory_bytes),
         human(p.dram_budget_bytes),
@@ -175,7 +178,7 @@ fn point_section(r: &Results, p: &PointResult) -> String {
         let per: Vec<String> = m.tenants.iter().map(|(n, v)| format!("{n} {v:.2}")).collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} |",
+            "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} |",
             m.mode.name(),
             spread(m),
             m.throughput,
@@ -184,7 +187,13 @@ fn point_section(r: &Results, p: &PointResult) -> String {
             per.join(", "),
             m.health.join(" "),
             cpu_cell(m),
-            m.tracker_cpu_per_8gib.map_or("—".into(), |c| format!("{c:.2}%"))
+            m.tracker_cpu_per_8gib.map_or("—".into(), |c| format!("{c:.2}%")),
+            m.tier_read_p99_us.map_or("—".into(), |t| format!(
+                "{:.1} ({:.1}–{:.1})",
+                t.median / 1e3,
+                t.min / 1e3,
+                t.max / 1e3
+            ))
         );
     }
     md + &failures(p)
@@ -361,6 +370,7 @@ mod tests {
             tierd_cpu_percent: 0.1,
             moving_cpu_percent: None,
             tracker_cpu_per_8gib: None,
+            tier_tail: None,
             failed: failed.iter().map(|f| f.to_string()).collect(),
         };
         let mut swap = mode_result(Mode::Swap, 0.5, &[]);

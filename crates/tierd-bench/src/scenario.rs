@@ -9,6 +9,8 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tierd_core::colour::Colour;
+use tierd_core::health::{self, TierReadLatency};
 use tierd_core::size::MIB;
 use tierd_core::tenant::TenantSpec;
 pub use tierd_sys::memory::PageKind;
@@ -212,6 +214,57 @@ pub struct Run {
     /// The tracker's CPU near the end of the run, % of one core per 8 GiB of tenant
     /// memory tracked (the tracking budget is 1%); `None` when nothing was tracked.
     pub tracker_cpu_per_8gib: Option<f64>,
+    /// The tier's read p99 as health judged it through the run; `None` where tierd
+    /// timed too few reads for a p99 (no paging) or cannot trace them.
+    pub tier_tail: Option<TierTail>,
+}
+
+/// How often a run reads tierd's tier p99 (a 10 s window): every reading overlaps the last.
+const TAIL_POLL_SECS: u64 = 5;
+
+/// The tier's read p99 over a run: tierd's 10 s window read every [`TAIL_POLL_SECS`],
+/// and how much of the run health judged it yellow or red (the bands to fit).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct TierTail {
+    /// Readings with a p99 (enough sampled reads in the window).
+    pub readings: usize,
+    pub median_us: f64,
+    pub worst_us: f64,
+    /// Shares of those readings in health's yellow and red bands.
+    pub yellow: f64,
+    pub red: f64,
+}
+
+impl TierTail {
+    pub fn of(p99s: &[f64]) -> Option<TierTail> {
+        if p99s.is_empty() {
+            return None;
+        }
+        let share = |c: Colour| {
+            p99s.iter().filter(|&&us| health::tier_read_latency(TierReadLatency::P99(us)) == c).count() as f64
+                / p99s.len() as f64
+        };
+        Some(TierTail {
+            readings: p99s.len(),
+            median_us: crate::machine::median(p99s),
+            worst_us: p99s.iter().copied().fold(0.0, f64::max),
+            yellow: share(Colour::Yellow),
+            red: share(Colour::Red),
+        })
+    }
+}
+
+/// Sleeps `secs`, reading the tier's p99 off tierd's status every [`TAIL_POLL_SECS`].
+fn watch_tail(t: &Tierd, secs: u64, p99s: &mut Vec<f64>) -> anyhow::Result<()> {
+    let end = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        sleep(left.min(Duration::from_secs(TAIL_POLL_SECS)))?;
+        p99s.extend(t.status().ok().and_then(|s| s.tier.read_latency_p99_us));
+    }
 }
 
 impl Run {
@@ -352,10 +405,11 @@ pub fn run(
     let c0 = cpu_seconds(pid);
     let moving0 = t.status().ok().map(|s| s.moving_cpu_seconds);
     let mut slept = 0;
+    let mut p99s = Vec::new();
     let _slow = match slow {
         Some(th) => {
             slept = th.after_secs.min(secs);
-            sleep(Duration::from_secs(slept))?;
+            watch_tail(&t, slept, &mut p99s)?;
             let st = t.status()?;
             let g = SlowTier::new(&st.tier.swap_path, th)?;
             g.add(pid)?;
@@ -370,7 +424,7 @@ pub fn run(
     };
     // Health is read a little before the end, while every tenant still runs.
     let left = secs - slept;
-    sleep(Duration::from_secs(left.saturating_sub(5)))?;
+    watch_tail(&t, left.saturating_sub(5), &mut p99s)?;
     let status = t.status().ok();
     let health = status.as_ref().map(|s| s.active_health.clone()).unwrap_or_default();
     let tracker_cpu_per_8gib = status.as_ref().and_then(|s| {
@@ -379,7 +433,7 @@ pub fn run(
         (secs > 0.0 && tracked > 0)
             .then(|| secs / started.elapsed().as_secs_f64() * 100.0 * (8u64 << 30) as f64 / tracked as f64)
     });
-    sleep(Duration::from_secs(left.min(5)))?;
+    watch_tail(&t, left.min(5), &mut p99s)?;
     // Failures are read at the very end: a tenant that died in the last seconds failed too.
     let status = t.status().ok().or(status);
     let cpu = (cpu_seconds(pid) - c0) / secs as f64 * 100.0;
@@ -401,7 +455,16 @@ pub fn run(
             TenantRun { name: d.name.clone(), reports: parse_reports(&out), failed: failed(&d.name) }
         })
         .collect();
-    Ok(Run { mode, tenants: runs, tierd_cpu_percent: cpu, moving_cpu_percent, events, health, tracker_cpu_per_8gib })
+    Ok(Run {
+        mode,
+        tenants: runs,
+        tierd_cpu_percent: cpu,
+        moving_cpu_percent,
+        events,
+        health,
+        tracker_cpu_per_8gib,
+        tier_tail: TierTail::of(&p99s),
+    })
 }
 
 /// Where `prog` is on `PATH`.
@@ -412,6 +475,14 @@ fn which(prog: &str) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_tier_tail_is_judged_in_healths_bands() {
+        assert_eq!(TierTail::of(&[]), None, "no reading had a p99: nothing paged");
+        let t = TierTail::of(&[900.0, 1_500.0, 3_000.0, 12_000.0]).unwrap();
+        assert_eq!((t.readings, t.median_us, t.worst_us), (4, 2_250.0, 12_000.0));
+        assert_eq!((t.yellow, t.red), (0.25, 0.25), "2–8 ms yellow, above 8 ms red, as `tierctl health`");
+    }
 
     #[test]
     fn reports_parse_and_average_by_phase_and_time() {

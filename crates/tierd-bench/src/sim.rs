@@ -106,6 +106,8 @@ pub fn as_run(mode: Mode, r: tierd_sim::Run) -> Run {
         events: 0,
         health: r.health,
         tracker_cpu_per_8gib: r.tracker_cpu_per_8gib,
+        // The simulator models the tier's mean service time, not its tail.
+        tier_tail: None,
     }
 }
 

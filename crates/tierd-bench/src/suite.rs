@@ -44,6 +44,9 @@ pub struct Sample {
     pub moving_cpu_percent: Option<f64>,
     #[serde(default)]
     pub tracker_cpu_per_8gib: Option<f64>,
+    /// The tier's read p99 through the run, as health judged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier_tail: Option<crate::scenario::TierTail>,
     /// Tenants that failed before the run was over, with how ("sleepy: exit code 101").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
@@ -62,6 +65,7 @@ pub fn sample(p: &Point, r: &Run) -> Sample {
         tierd_cpu_percent: r.tierd_cpu_percent,
         moving_cpu_percent: r.moving_cpu_percent,
         tracker_cpu_per_8gib: r.tracker_cpu_per_8gib,
+        tier_tail: r.tier_tail,
         failed: r.tenants.iter().filter_map(|t| Some(format!("{}: {}", t.name, t.failed.as_ref()?))).collect(),
     };
     match &p.measure {
@@ -155,6 +159,10 @@ pub struct ModeResult {
     /// The tracker's CPU, % of one core per 8 GiB tracked (median; the budget is 1%).
     #[serde(default)]
     pub tracker_cpu_per_8gib: Option<f64>,
+    /// The tier's read p99 (µs): the repetitions' medians through their runs, where
+    /// tierd timed enough reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier_read_p99_us: Option<Spread>,
     pub samples: Vec<Sample>,
 }
 
@@ -450,6 +458,7 @@ pub(crate) mod fixtures {
             tierd_cpu_percent: 1.0,
             moving_cpu_percent: None,
             tracker_cpu_per_8gib: Some(0.5),
+            tier_read_p99_us: None,
             samples: Vec::new(),
         }
     }
@@ -670,6 +679,7 @@ mod tests {
             tierd_cpu_percent: 1.0,
             moving_cpu_percent: None,
             tracker_cpu_per_8gib: Some(0.5),
+            tier_tail: None,
             failed: Vec::new(),
         }
     }
@@ -694,6 +704,8 @@ mod tests {
         ];
         swap[0].tracker_cpu_per_8gib = Some(3.0);
         swap[1].tracker_cpu_per_8gib = None;
+        swap[0].tier_tail = crate::scenario::TierTail::of(&[400.0, 3_000.0, 9_000.0]);
+        swap[2].tier_tail = crate::scenario::TierTail::of(&[1_000.0]);
         let r = aggregate(p, &sc, &[(Mode::Dram, dram), (Mode::Swap, swap)]);
         assert_eq!(r.name, "x/p", "a point is named after its scenario and label");
         let s = r.mode(Mode::Swap).unwrap();
@@ -704,6 +716,9 @@ mod tests {
         assert_eq!(s.tenants[0], ("t1".into(), 95.0 / 100.0));
         assert_eq!(r.mode(Mode::Dram).unwrap().relative_throughput, 1.0);
         assert_eq!(s.tracker_cpu_per_8gib, Some(1.75), "the median of the repetitions that tracked");
+        let tail = s.tier_read_p99_us.expect("two repetitions timed the tier");
+        assert_eq!((tail.median, tail.min, tail.max), (2_000.0, 1_000.0, 3_000.0), "their runs' medians");
+        assert_eq!(r.mode(Mode::Dram).unwrap().tier_read_p99_us, None, "dram never read the tier");
     }
 
     #[test]
@@ -772,6 +787,7 @@ mod tests {
             events: 0,
             health: "green".into(),
             tracker_cpu_per_8gib: None,
+            tier_tail: None,
         };
         let s = sample(p, &run);
         assert_eq!(s.faults_after, vec![(1.0, 900.0), (1.5, 100.0)], "per second of each report's window");

@@ -126,6 +126,10 @@ fn mode_result(p: &Point, mode: Mode, s: &[Sample], base: &[Sample]) -> ModeResu
             let v: Vec<f64> = s.iter().filter_map(|x| x.tracker_cpu_per_8gib).collect();
             (!v.is_empty()).then(|| median(&v))
         },
+        tier_read_p99_us: {
+            let v: Vec<f64> = s.iter().filter_map(|x| Some(x.tier_tail?.median_us)).collect();
+            (!v.is_empty()).then(|| Spread::of(&v))
+        },
         samples: s.to_vec(),
     }
 }
