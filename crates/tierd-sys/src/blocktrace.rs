@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Requests whose start sector has these bits clear are sampled: bits 3–5 of a sector
 /// number, so one 4 KiB page in eight (swap pages start on 8-sector boundaries).
@@ -99,18 +100,31 @@ fn kernel_dev((major, minor): (u32, u32)) -> u32 {
     (major << 20) | minor
 }
 
-/// The perf filter of one event: the tier's reads, a sample of their sectors, and for
-/// submissions none made by the task named `own_comm` (tierd's moves, timed in its deep
-/// queue). A submission is made in the submitter's own context, so the name is its.
-fn filter(extent: &QueueExtent, own_comm: Option<&str>) -> String {
-    let mut f = format!("dev == {} && rwbs ~ \"R*\" && !(sector & {SAMPLED_SECTOR_BITS})", kernel_dev(extent.dev));
+/// Which of the tier's reads an event keeps.
+#[derive(Debug, Clone, Copy)]
+enum Keep<'a> {
+    /// Submissions at sampled sectors, but none made by the task named this (tierd's
+    /// moves, timed in its deep queue). A submission runs in its submitter's context.
+    SampledNotBy(Option<&'a str>),
+    /// Every completion: a sampled read merged into a request that starts at an
+    /// unsampled sector completes with it, and must not wait on to be paired with a later
+    /// read of its sector (tierd's own, whose submission is not seen).
+    All,
+}
+
+/// The perf filter of one event: the tier's reads that `keep` says.
+fn filter(extent: &QueueExtent, keep: Keep) -> String {
+    let mut f = format!("dev == {} && rwbs ~ \"R*\"", kernel_dev(extent.dev));
+    if let Keep::SampledNotBy(_) = keep {
+        f += &format!(" && !(sector & {SAMPLED_SECTOR_BITS})");
+    }
     if extent.first_sector > 0 {
         f += &format!(" && sector >= {}", extent.first_sector);
     }
     if let Some(n) = extent.sectors {
         f += &format!(" && sector < {}", extent.first_sector + n);
     }
-    if let Some(comm) = own_comm {
+    if let Keep::SampledNotBy(Some(comm)) = keep {
         f += &format!(" && comm != \"{comm}\"");
     }
     f
@@ -245,8 +259,20 @@ pub struct Sampled {
     pub lost: u64,
 }
 
-/// Submission and completion events of the tier's request queue, on every CPU.
+/// Submission and completion events of the tier's request queue, on every CPU, drained
+/// by a thread of their own every [`DRAIN_EVERY`].
 pub struct ReadLatency {
+    drained: Arc<Mutex<Sampled>>,
+    stop: Arc<AtomicBool>,
+    drainer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How often the rings are read: every completion is traced, and a ring holds about
+/// 1,800 of them, so at 9,000 tier reads a second per CPU before it drops any.
+const DRAIN_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The rings and the submissions that wait for their completions.
+struct Rings {
     rings: Vec<Ring>,
     _events: Vec<OwnedFd>,
     queued: EventFormat,
@@ -259,6 +285,42 @@ pub struct ReadLatency {
 impl ReadLatency {
     /// Starts sampling the reads on `extent`, leaving out those `own_comm` submits.
     pub fn start(extent: &QueueExtent, own_comm: Option<&str>) -> Result<ReadLatency, TraceError> {
+        let mut rings = Rings::open(extent, own_comm)?;
+        let drained = Arc::new(Mutex::new(Sampled::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (out, done) = (drained.clone(), stop.clone());
+        let drainer = std::thread::Builder::new()
+            .name("read-trace".into())
+            .spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(DRAIN_EVERY);
+                    let got = rings.drain();
+                    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+                    out.read_micros.extend(got.read_micros);
+                    out.lost += got.lost;
+                }
+            })
+            .map_err(|err| TraceError::Perf { what: "starting the ring reader", cpu: 0, err })?;
+        Ok(ReadLatency { drained, stop, drainer: Some(drainer) })
+    }
+
+    /// The reads that completed since the last call.
+    pub fn take(&mut self) -> Sampled {
+        std::mem::take(&mut *self.drained.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Drop for ReadLatency {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.drainer.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Rings {
+    fn open(extent: &QueueExtent, own_comm: Option<&str>) -> Result<Rings, TraceError> {
         let texts = read_tracefs(&[QUEUED_FORMAT, COMPLETE_FORMAT]).map_err(TraceError::Tracefs)?;
         let queued = parse_format("block_bio_queue", &texts[0])?;
         let complete = parse_format("block_rq_complete", &texts[1])?;
@@ -266,9 +328,9 @@ impl ReadLatency {
         let mut events = Vec::new();
         let mut rings = Vec::new();
         for cpu in parse_cpu_list(&online) {
-            let first = open_event(queued.id, cpu, &filter(extent, own_comm))?;
+            let first = open_event(queued.id, cpu, &filter(extent, Keep::SampledNotBy(own_comm)))?;
             let ring = Ring::map(&first, cpu)?;
-            let second = open_event(complete.id, cpu, &filter(extent, None))?;
+            let second = open_event(complete.id, cpu, &filter(extent, Keep::All))?;
             // SAFETY: plain ioctls on perf fds this function opened on the same CPU.
             let rc = unsafe { perf::ioctls::SET_OUTPUT(second.as_raw_fd(), first.as_raw_fd()) };
             if rc != 0 {
@@ -283,11 +345,11 @@ impl ReadLatency {
             rings.push(ring);
             events.extend([first, second]);
         }
-        Ok(ReadLatency { rings, _events: events, queued, complete, pending: HashMap::new() })
+        Ok(Rings { rings, _events: events, queued, complete, pending: HashMap::new() })
     }
 
     /// The reads that completed since the last call.
-    pub fn take(&mut self) -> Sampled {
+    fn drain(&mut self) -> Sampled {
         let mut records = Vec::new();
         for r in &mut self.rings {
             r.read(&mut records);
@@ -301,9 +363,23 @@ impl ReadLatency {
                 None => {}
             }
         }
-        out.read_micros = pair(&mut self.pending, samples);
+        out.read_micros = pair_after_gap(&mut self.pending, samples, out.lost > 0);
         out
     }
+}
+
+/// [`pair`], where a `gap` (records the kernel dropped) means any submission waiting
+/// may have completed unseen: none is paired across it, as a later read of its sector
+/// would time it for seconds.
+fn pair_after_gap(pending: &mut HashMap<u64, u64>, samples: Vec<Sample>, gap: bool) -> Vec<u32> {
+    if gap {
+        pending.clear();
+    }
+    let micros = pair(pending, samples);
+    if gap {
+        pending.clear();
+    }
+    micros
 }
 
 const QUEUED_FORMAT: &str = "events/block/block_bio_queue/format";
@@ -469,12 +545,45 @@ mod tests {
     #[test]
     fn the_filter_keeps_the_tiers_sampled_reads_and_leaves_tierds_own_out() {
         let whole = QueueExtent { dev: (7, 3), first_sector: 0, sectors: None };
-        assert_eq!(filter(&whole, None), "dev == 7340035 && rwbs ~ \"R*\" && !(sector & 56)");
+        assert_eq!(filter(&whole, Keep::SampledNotBy(None)), "dev == 7340035 && rwbs ~ \"R*\" && !(sector & 56)");
         let part = QueueExtent { dev: (259, 0), first_sector: 2048, sectors: Some(4096) };
         assert_eq!(
-            filter(&part, Some("tierd")),
+            filter(&part, Keep::SampledNotBy(Some("tierd"))),
             "dev == 271581184 && rwbs ~ \"R*\" && !(sector & 56) && sector >= 2048 && sector < 6144 && comm != \"tierd\""
         );
+        assert_eq!(
+            filter(&part, Keep::All),
+            "dev == 271581184 && rwbs ~ \"R*\" && sector >= 2048 && sector < 6144",
+            "every completion, whatever sector its request starts at"
+        );
+    }
+
+    #[test]
+    fn a_read_merged_behind_an_unsampled_start_is_never_timed_by_a_later_read_of_its_sector() {
+        use Kind::{Complete, Queued};
+        let mut pending = HashMap::new();
+        // A tenant's read at sector 64 merged behind one at 56 (not sampled, so its
+        // submission is filtered out): the request starts at 56.
+        pair(&mut pending, vec![sample(Queued, 1_000_100, 64)]);
+        let done = Sample { kind: Complete, time_ns: 1_300_000, sector: 56, sectors: 16 };
+        assert_eq!(pair(&mut pending, vec![done]), vec![299], "timed from the sampled read it carries");
+        // Seconds later tierd reads sector 64 again (its submission is not traced).
+        let again = pair(&mut pending, vec![sample(Complete, 9_000_000_000, 64)]);
+        assert_eq!(again, Vec::<u32>::new(), "not a 9 s read");
+    }
+
+    #[test]
+    fn a_gap_in_the_records_leaves_nothing_to_pair_across_it() {
+        use Kind::{Complete, Queued};
+        let mut pending = HashMap::new();
+        pair(&mut pending, vec![sample(Queued, 1_000_000, 64)]);
+        // Its completion was among the records the kernel dropped.
+        let after = pair_after_gap(&mut pending, vec![sample(Queued, 2_000_000, 128)], true);
+        assert_eq!(after, Vec::<u32>::new());
+        assert!(pending.is_empty(), "nothing that waited across the gap is trusted");
+        let later = vec![sample(Complete, 5_000_000_000, 64), sample(Queued, 5_000_000_000, 192)];
+        assert_eq!(pair_after_gap(&mut pending, later, false), Vec::<u32>::new());
+        assert_eq!(pair(&mut pending, vec![sample(Complete, 5_000_400_000, 192)]), vec![400], "pairing goes on");
     }
 
     #[test]
@@ -495,7 +604,7 @@ mod tests {
         let first = vec![sample(Complete, 900_000, 64), sample(Queued, 100_000, 64), sample(Queued, 950_000, 128)];
         assert_eq!(pair(&mut pending, first), vec![800]);
         assert_eq!(pair(&mut pending, vec![sample(Complete, 1_450_000, 128)]), vec![500]);
-        // A completion with no submission seen (tierd's own, or before the start) counts nothing.
+        // A completion with no submission waiting (tierd's own, or before the start) counts nothing.
         assert_eq!(pair(&mut pending, vec![sample(Complete, 2_000_000, 192)]), Vec::<u32>::new());
         // A submission whose completion was lost is forgotten.
         pair(&mut pending, vec![sample(Queued, 3_000_000, 256)]);

@@ -797,6 +797,7 @@ const KERNEL_TESTS_IN_GUESTS: &[&str] = &[
     "the_damon_tracker_leaves_a_kdamond_it_did_not_create_alone_and_removes_its_own",
     "tier_drain_refuses_what_does_not_fit_and_reads_back_what_does",
     "tierds_own_memory_is_locked_in_dram",
+    "tierds_own_reads_of_a_tenants_sectors_never_read_as_a_slow_tier",
     "two_tenants_keep_within_quotas_with_cold_memory_on_the_tier_and_lose_nothing",
     "under_policy_none_the_kernel_oom_kills_as_plain_linux_and_the_kill_is_counted",
 ];

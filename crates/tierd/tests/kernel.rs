@@ -535,6 +535,47 @@ fn demote_and_prefetch_move_a_tenants_memory() {
     eprintln!("the tenant's read-back: {theirs} sampled reads, p99 {p99:?} µs; tierd's own prefetch: {own}");
 }
 
+/// A working tenant faults its pages back after each demotion, swap read-ahead merging
+/// its reads; then tierd demotes and prefetches the same sectors. Until 2026-12-07 a
+/// tenant's sampled read merged behind an unsampled one was never seen to complete,
+/// and tierd's later read of its sector timed it for seconds (decision 009).
+#[test]
+fn tierds_own_reads_of_a_tenants_sectors_never_read_as_a_slow_tier() {
+    let _g = serial();
+    let mut d = Daemon::start(&["--dram-budget", &scaled_arg(1024), "--policy", "static", "--interval", "1s"]);
+    let size = scaled_arg(256);
+    let work = ["--size", &size, "--hot", &size, "--phase", &phase("active", 600), "--json"];
+    d.run_workload("w", &["--size", &size], &work);
+    d.wait_filled("w", Duration::from_secs(60));
+    let mut p99s = Vec::new();
+    let mut watch = |d: &mut Daemon| {
+        for _ in 0..10 {
+            pause(Duration::from_millis(500));
+            p99s.extend(d.status()["tier"]["read_latency_p99_us"].as_f64());
+        }
+    };
+    for _ in 0..4 {
+        d.ctl(&["demote", "w"]);
+        watch(&mut d);
+        d.ctl(&["demote", "w"]);
+        d.ctl(&["prefetch", "w"]);
+        watch(&mut d);
+    }
+    let worst = p99s.iter().copied().fold(0.0, f64::max);
+    let h = d.status()["tier"]["read_latency_histogram"].clone();
+    let le = |us: u64| h["le_us"].as_array().unwrap().iter().position(|b| u(b) == us).unwrap();
+    let (all, within_1s) = (u(&h["count"]), u(&h["cumulative"][le(1_000_000)]));
+    eprintln!(
+        "{} readings with a p99, worst {worst:.0} µs; {all} reads timed, {} over 1 s",
+        p99s.len(),
+        all - within_1s
+    );
+    assert!(all >= 100, "the tenant's faults were timed: {h:#}");
+    assert_eq!(within_1s, all, "reads of over 1 s on a loop device: paired across seconds: {h:#}");
+    assert!(worst < 1e6, "a p99 of {worst:.0} µs on a loop device");
+    assert!(d.stop().success(), "{}", d.log());
+}
+
 /// The sampling tracker's page-outs of a hot tenant come back from DRAM, also after its
 /// memory was read back from the tier (such pages keep their swap slots, so a page-out
 /// drops them at once and every hot sample was a read from the tier: ~250 a pass).
