@@ -271,6 +271,17 @@ pub struct ReadLatency {
 /// 1,800 of them, so at 9,000 tier reads a second per CPU before it drops any.
 const DRAIN_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// At most this many timed reads wait for [`ReadLatency::take`] (1 MiB): an engine held
+/// up for long by a stuck pass must not grow tierd with them.
+const MAX_UNTAKEN: usize = 262_144;
+
+/// Drops the oldest of `v` beyond `max`.
+fn keep_newest(v: &mut Vec<u32>, max: usize) {
+    if v.len() > max {
+        v.drain(..v.len() - max);
+    }
+}
+
 /// The rings and the submissions that wait for their completions.
 struct Rings {
     rings: Vec<Ring>,
@@ -297,6 +308,7 @@ impl ReadLatency {
                     let got = rings.drain();
                     let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
                     out.read_micros.extend(got.read_micros);
+                    keep_newest(&mut out.read_micros, MAX_UNTAKEN);
                     out.lost += got.lost;
                 }
             })
@@ -570,6 +582,15 @@ mod tests {
         // Seconds later tierd reads sector 64 again (its submission is not traced).
         let again = pair(&mut pending, vec![sample(Complete, 9_000_000_000, 64)]);
         assert_eq!(again, Vec::<u32>::new(), "not a 9 s read");
+    }
+
+    #[test]
+    fn reads_nobody_takes_stay_bounded_and_the_newest_are_kept() {
+        let mut v: Vec<u32> = (0..10).collect();
+        keep_newest(&mut v, 4);
+        assert_eq!(v, vec![6, 7, 8, 9]);
+        keep_newest(&mut v, 4);
+        assert_eq!(v.len(), 4, "within the bound, nothing is dropped");
     }
 
     #[test]
